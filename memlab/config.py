@@ -1,0 +1,48 @@
+"""Settings from ``MEMLAB_*`` environment variables and keyword arguments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_cache_dir() -> Path:
+    return Path.home() / ".cache" / "memlab"
+
+
+class Settings(BaseSettings):
+    """Everything memlab reads from the environment; keyword arguments override it.
+
+    Backends default to embedded implementations; setting a URL switches the role to a server.
+    API keys are never fields here: providers read them from the environment at call time, so
+    they cannot leak into a manifest.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="MEMLAB_", extra="forbid")
+
+    llm: str = Field("local", description="LLM provider: local, gemini, openai or fake")
+    llm_model: str | None = Field(None, description="provider model name (gemini/openai)")
+    local_size: Literal["0.5b", "1.5b", "135m"] = Field("0.5b", description="packaged GGUF tier")
+    local_model: Path | None = Field(None, description="path to any GGUF file (overrides size)")
+    n_ctx: int = Field(4096, ge=512, description="local model context window in tokens")
+    n_threads: int | None = Field(None, ge=1, description="local model CPU threads")
+    openai_base_url: str | None = None
+    embedder: str = Field("minilm", description="embedder: minilm or hashing (tests only)")
+    redis_url: str | None = None
+    chroma_url: str | None = None
+    sql_url: str | None = None
+    dask_scheduler: str | None = None
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+    llm_cache: bool = Field(True, description="serve repeated model calls from the cache")
+    results_dir: Path = Path("results")
+    require_services: bool = False
+    request_timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+
+
+def get_settings(**overrides) -> Settings:
+    """Read settings from the environment, with keyword arguments taking precedence."""
+    return Settings(**overrides)

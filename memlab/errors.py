@@ -1,0 +1,68 @@
+"""Typed errors shared across memlab. Imports nothing of memlab."""
+
+from __future__ import annotations
+
+
+class MemlabError(Exception):
+    """Base class of every error memlab raises on purpose."""
+
+
+class ConfigError(MemlabError, ValueError):
+    """A user-supplied setting or input is invalid; the message names the field and the rule."""
+
+
+class UnknownBackendError(ConfigError, KeyError):
+    """A registry was asked for a name it does not know."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.args[0] if self.args else ""
+
+
+class MissingDependencyError(MemlabError, ImportError):
+    """An optional package (or a model-weights package) is not installed; says what to install."""
+
+
+class LLMError(MemlabError):
+    """A model call failed after its retries."""
+
+
+class LLMTimeoutError(LLMError):
+    """A model call did not answer within its timeout."""
+
+
+class LLMRateLimitError(LLMError):
+    """The provider refused the call for rate or capacity (HTTP 429/503) after all retries."""
+
+
+class LLMAuthError(LLMError):
+    """The provider rejected the credentials, or none were given."""
+
+
+class StructuredOutputError(LLMError):
+    """The model's output could not be turned into the requested pydantic model.
+
+    Attributes:
+        raw_text: the last raw text the model produced.
+        errors: one message per failed attempt.
+    """
+
+    def __init__(self, message: str, raw_text: str = "", errors: list[str] | None = None):
+        super().__init__(message)
+        self.raw_text = raw_text
+        self.errors = list(errors or [])
+
+
+class StoreError(MemlabError):
+    """A storage backend failed."""
+
+
+class StoreUnavailableError(StoreError):
+    """A storage server could not be reached within its timeout (the message names the URL)."""
+
+
+class VersionConflictError(StoreError):
+    """Optimistic locking: a write was based on a stale version; nothing was written."""
+
+
+class IllegalTransitionError(MemlabError, ValueError):
+    """A state machine was asked for a transition its specification does not allow."""

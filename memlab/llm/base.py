@@ -1,0 +1,113 @@
+"""The LLM contract: Message, Completion, LLMClient and the provider registry."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from memlab.registry import Registry
+
+Role = Literal["system", "user", "assistant"]
+
+
+class Message(BaseModel):
+    role: Role
+    content: str
+
+
+class Completion(BaseModel):
+    """One model answer with what it cost."""
+
+    text: str
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+    latency_s: float = Field(ge=0)
+    cached: bool = False
+    model: str
+    provider: str = ""
+
+
+def as_messages(messages: list[Message] | list[dict[str, str]]) -> list[Message]:
+    return [m if isinstance(m, Message) else Message(**m) for m in messages]
+
+
+class LLMClient(ABC):
+    """A chat model. Subclasses implement ``_complete``; ``complete`` adds timing and caching.
+
+    Attributes:
+        provider: registry key of the provider ("local", "gemini", "openai", "fake").
+        model: model name as reported in manifests.
+        context_window: the model's window in tokens (prompt + completion).
+        supports_logprobs: whether ``score_options`` is available.
+    """
+
+    provider: str = "base"
+    model: str = "unknown"
+    context_window: int = 4096
+    supports_logprobs: bool = False
+
+    def __init__(self) -> None:
+        self.calls = 0  # model calls actually made (cache hits excluded)
+        self.cache = None  # set by get_llm when a response cache is in use
+
+    def complete(
+        self,
+        messages: list[Message] | list[dict[str, str]],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        choices: list[str] | None = None,
+    ) -> Completion:
+        """Answer ``messages``.
+
+        Args:
+            json_schema: constrain the output to JSON of this schema where the backend can.
+            choices: constrain the output to exactly one of these strings where the backend can.
+        """
+        msgs = as_messages(messages)
+        params = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop,
+                  "json_schema": json_schema, "choices": choices}
+        if self.cache is not None:
+            hit = self.cache.get(self.provider, self.model, msgs, params)
+            if hit is not None:
+                return hit
+        start = time.perf_counter()
+        result = self._complete(msgs, **params)
+        self.calls += 1
+        if not result.latency_s:
+            result.latency_s = time.perf_counter() - start
+        if self.cache is not None:
+            self.cache.put(self.provider, self.model, msgs, params, result)
+        return result
+
+    @abstractmethod
+    def _complete(self, messages: list[Message], **params: Any) -> Completion:
+        """Make one real model call."""
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` in this model's own tokenizer."""
+
+    def count_message_tokens(self, messages: list[Message]) -> int:
+        return sum(self.count_tokens(m.content) + 4 for m in as_messages(messages))
+
+    def score_options(self, messages: list[Message], options: list[str]) -> list[float]:
+        """Length-normalised log-probability of each option as the answer to ``messages``.
+
+        Raises:
+            NotImplementedError: the backend exposes no log-probabilities
+                (check ``supports_logprobs`` first).
+        """
+        raise NotImplementedError(f"{self.provider} exposes no log-probabilities")
+
+
+LLMS: Registry[LLMClient] = Registry("LLM provider")
+LLMS.register("fake", "memlab.llm.fake:FakeLLM")
+LLMS.register("local", "memlab.llm.local:LocalLLM")
+LLMS.register("gemini", "memlab.llm.gemini:GeminiLLM")
+LLMS.register("openai", "memlab.llm.openai_compat:OpenAICompatLLM")

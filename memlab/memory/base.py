@@ -1,0 +1,135 @@
+"""The memory-condition contract: MemorySystem, what it observes and what it recalls.
+
+Every condition (vanilla, full_context, rag, episodic, episodic_summary, sleep, hybrid) is a
+MemorySystem. The Agent calls ``recall`` before answering and ``observe`` after, and never knows
+which condition it runs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, Field
+
+from memlab.registry import Registry
+
+if TYPE_CHECKING:
+    from memlab.embed.base import Embedder
+    from memlab.llm.base import LLMClient
+    from memlab.models.sleep import CycleStats
+
+
+class Scope(BaseModel):
+    """Whose memory this is. No store call returns another scope's memory."""
+
+    user_id: str = Field(min_length=1, description="the user / persona the memory is about")
+    agent_id: str = Field("agent", min_length=1, description="the agent that holds it")
+
+    @property
+    def key(self) -> str:
+        return f"{self.agent_id}:{self.user_id}"
+
+
+class Exchange(BaseModel):
+    """One user message and the assistant's reply, as stored by a memory."""
+
+    user: str
+    assistant: str
+    turn_number: int = Field(ge=0)
+    timestamp: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    session_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def render(self) -> str:
+        return f"User: {self.user}\nAI: {self.assistant}"
+
+
+class MemoryItem(BaseModel):
+    """One memory put into the prompt, traceable to its store."""
+
+    id: str
+    kind: str = Field(description="turn, episode, consolidated, schema, fact, scratchpad, summary")
+    text: str
+    score: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryContext(BaseModel):
+    """What a condition recalls for one query.
+
+    Attributes:
+        items: memories rendered into the system prompt.
+        history: exchanges the condition wants sent verbatim as chat turns (oldest first).
+        truncated_turns: exchanges cut to fit the model's window (full_context).
+    """
+
+    items: list[MemoryItem] = Field(default_factory=list)
+    history: list[Exchange] = Field(default_factory=list)
+    truncated_turns: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def ids(self) -> list[str]:
+        return [item.id for item in self.items] + [
+            str(ex.metadata.get("id", f"turn:{ex.turn_number}")) for ex in self.history
+        ]
+
+    def render(self) -> str:
+        """The memory block of the system prompt ("" when there is nothing to show)."""
+        return "\n".join(f"- [{item.kind}] {item.text}" for item in self.items)
+
+
+class MemorySystem(ABC):
+    """One memory condition.
+
+    Args:
+        scope: whose memory this is.
+        llm: the model, for conditions that compress or extract (None for the others).
+        embedder: for conditions that search by similarity.
+        workdir: folder for this run's embedded stores.
+        config: the condition's own pydantic config (see ``Config`` on each subclass).
+    """
+
+    key: ClassVar[str] = "base"
+    Config: ClassVar[type[BaseModel]] = BaseModel
+
+    def __init__(self, scope: Scope, *, llm: LLMClient | None = None,
+                 embedder: Embedder | None = None, workdir: Path | None = None,
+                 config: BaseModel | dict[str, Any] | None = None):
+        self.scope = scope
+        self.llm = llm
+        self.embedder = embedder
+        self.workdir = Path(workdir) if workdir else None
+        if config is None or isinstance(config, dict):
+            config = self.Config(**(config or {}))
+        self.config = config
+
+    @abstractmethod
+    def observe(self, exchange: Exchange) -> None:
+        """Store one exchange (no LLM call unless the condition's design needs one)."""
+
+    @abstractmethod
+    def recall(self, query: str) -> MemoryContext:
+        """What to put in the prompt to answer ``query``."""
+
+    def should_sleep(self) -> bool:
+        """Auto-sleep check after an exchange is stored."""
+        return False
+
+    def sleep(self) -> CycleStats | None:
+        """Run a consolidation cycle; conditions without one return None."""
+        return None
+
+    def close(self) -> None:
+        """Release stores and clients."""
+
+
+CONDITIONS: tuple[str, ...] = (
+    "vanilla", "full_context", "rag", "episodic", "episodic_summary", "sleep", "hybrid",
+)
+MEMORIES: Registry[MemorySystem] = Registry("memory condition")
+for _key in CONDITIONS:  # module memlab.memory.<key>, class <CamelKey>Memory
+    MEMORIES.register(_key, f"memlab.memory.{_key}:{_key.title().replace('_', '')}Memory")
