@@ -99,10 +99,27 @@ class LLMClient(ABC):
     def score_options(self, messages: list[Message], options: list[str]) -> list[float]:
         """Length-normalised log-probability of each option as the answer to ``messages``.
 
+        Served from the response cache when one is attached; subclasses implement
+        ``_score_options``.
+
         Raises:
             NotImplementedError: the backend exposes no log-probabilities
                 (check ``supports_logprobs`` first).
         """
+        msgs, options = as_messages(messages), list(options)
+        cache = self.cache if hasattr(self.cache, "get_scores") else None
+        if cache is not None:
+            hit = cache.get_scores(self.provider, self.model, msgs, options)
+            if hit is not None:
+                return hit
+        scores = self._score_options(msgs, options)
+        self.calls += 1
+        if cache is not None:
+            cache.put_scores(self.provider, self.model, msgs, options, scores)
+        return scores
+
+    def _score_options(self, messages: list[Message], options: list[str]) -> list[float]:
+        """Make one real scoring call (backends with log-probabilities override this)."""
         raise NotImplementedError(f"{self.provider} exposes no log-probabilities")
 
 

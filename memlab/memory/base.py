@@ -82,6 +82,10 @@ class MemoryContext(BaseModel):
         return "\n".join(f"- [{item.kind}] {item.text}" for item in self.items)
 
 
+class NoConfig(BaseModel):
+    """The config of a condition with nothing to configure."""
+
+
 class MemorySystem(ABC):
     """One memory condition.
 
@@ -94,7 +98,7 @@ class MemorySystem(ABC):
     """
 
     key: ClassVar[str] = "base"
-    Config: ClassVar[type[BaseModel]] = BaseModel
+    Config: ClassVar[type[BaseModel]] = NoConfig
 
     def __init__(self, scope: Scope, *, llm: LLMClient | None = None,
                  embedder: Embedder | None = None, workdir: Path | None = None,
@@ -123,7 +127,7 @@ class MemorySystem(ABC):
         """Run a consolidation cycle; conditions without one return None."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook
         """Release stores and clients."""
 
 

@@ -1,0 +1,193 @@
+"""The Agent: the one interaction loop every memory condition shares (seed 002 sequence diagram).
+
+recall from memory -> build the system prompt from the memory context (+ persona) -> call the
+LLM with the history the context carries + the user message -> store the exchange -> auto-sleep
+check. The Agent never knows which condition it runs.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from memlab.errors import LLMError
+from memlab.llm.base import Completion, LLMClient, Message
+from memlab.memory.base import Exchange, MemoryContext, MemorySystem
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant with a long-term memory of your conversations with this user. "
+    "Use what you remember when it is relevant. Answer concisely."
+)
+MEMORY_HEADER = "What you remember about this user and your past conversations:"
+OPTION_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+class TurnTrace(BaseModel):
+    """What one ``interact`` call did and cost (one line of a run's turns.jsonl).
+
+    Attributes:
+        prompt_tokens: the whole prompt as the LLM counted it.
+        prompt_tokens_system: instructions + persona (+ per-message overhead of the system message).
+        prompt_tokens_memory: the memory block of the system prompt.
+        prompt_tokens_history: the past exchanges sent as chat turns.
+        prompt_tokens_user: the current user message.
+        llm_latency_s: the answering LLM call.
+        memory_latency_s: recall + store (includes the condition's own model calls, e.g. hybrid
+            extraction; excludes a sleep cycle, whose statistics are in ``cycle_stats``).
+        memory_ids / memory_kinds: the memories put into the prompt (items, then history turns).
+        truncated_turns: exchanges the condition cut to fit the window (full_context).
+        slept: an auto-sleep cycle ran after this turn; ``cycle_stats`` holds its CycleStats.
+        error: the LLM call failed (typed LLMError name + message); ``reply`` is then "".
+    """
+
+    reply: str = ""
+    prompt_tokens: int = 0
+    prompt_tokens_system: int = 0
+    prompt_tokens_memory: int = 0
+    prompt_tokens_history: int = 0
+    prompt_tokens_user: int = 0
+    completion_tokens: int = 0
+    llm_latency_s: float = 0.0
+    memory_latency_s: float = 0.0
+    memory_ids: list[str] = Field(default_factory=list)
+    memory_kinds: list[str] = Field(default_factory=list)
+    truncated_turns: int = 0
+    cached: bool = False
+    slept: bool = False
+    cycle_stats: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def render_options(text: str, options: list[str]) -> str:
+    """Append lettered answer options and the ``<final_answer>`` instruction to a question."""
+    lines = [f"({OPTION_LETTERS[i]}) {option}" for i, option in enumerate(options)]
+    return (f"{text}\n\nOptions:\n" + "\n".join(lines)
+            + "\n\nEnd your reply with <final_answer>(letter)</final_answer>.")
+
+
+class Agent:
+    """One agent of one condition, talking with one user.
+
+    Args:
+        memory: the condition (already scoped to the user and agent).
+        llm: the answering model.
+        persona: description of the user, added to the system prompt when given.
+        history_turns: most past exchanges sent as chat turns (a context that marks its history
+            ``metadata["uncapped_history"]``, i.e. full_context, is exempt: its cut is its own).
+        max_tokens: reply length limit.
+        system_prompt: instructions replacing ``DEFAULT_SYSTEM_PROMPT``.
+    """
+
+    def __init__(self, memory: MemorySystem, llm: LLMClient, *, persona: str | None = None,
+                 history_turns: int = 5, max_tokens: int = 128,
+                 system_prompt: str | None = None):
+        self.memory = memory
+        self.llm = llm
+        self.persona = persona
+        self.history_turns = history_turns
+        self.max_tokens = max_tokens
+        self.system_prompt = system_prompt or DEFAULT_SYSTEM_PROMPT
+        self.turn_number = 0
+        self.cycles: list[Any] = []  # CycleStats of every sleep cycle this agent ran
+        self.last_messages: list[Message] = []  # the prompt of the last interact (option scoring)
+
+    # ----------------------------------------------------------------- the loop
+    def interact(self, text: str, *, store: bool = True, timestamp: datetime | None = None,
+                 session_id: str | None = None,
+                 options: list[str] | None = None) -> TurnTrace:
+        """Answer ``text`` with memory; never raises for a failing model call (see ``error``)."""
+        trace = TurnTrace()
+        start = time.perf_counter()
+        context = self.memory.recall(text)
+        trace.memory_latency_s = time.perf_counter() - start
+        user_text = render_options(text, options) if options else text
+        messages = self._build_messages(context, user_text, trace)
+        self.last_messages = messages
+        try:
+            completion = self.llm.complete(messages, max_tokens=self.max_tokens)
+        except LLMError as exc:
+            trace.error = f"{type(exc).__name__}: {exc}"
+            return trace
+        self._record_completion(trace, completion)
+        if store:
+            start = time.perf_counter()
+            self._store(text, completion.text, timestamp, session_id)
+            trace.memory_latency_s += time.perf_counter() - start
+            self._auto_sleep(trace)
+        return trace
+
+    def observe(self, user: str, assistant: str, *, timestamp: datetime | None = None,
+                session_id: str | None = None) -> None:
+        """Store an exchange without calling the answering model (filler); may auto-sleep."""
+        self._store(user, assistant, timestamp, session_id)
+        self._auto_sleep(None)
+
+    def sleep(self) -> Any:
+        """Run the condition's consolidation cycle now (None when it has none)."""
+        stats = self.memory.sleep()
+        if stats is not None:
+            self.cycles.append(stats)
+        return stats
+
+    # ----------------------------------------------------------------- parts
+    def build_system_prompt(self, context: MemoryContext) -> tuple[str, str]:
+        """The system prompt's instruction part (+ persona) and its memory block ("" if none)."""
+        base = self.system_prompt
+        if self.persona:
+            base += f"\n\nAbout the user: {self.persona}"
+        rendered = context.render()
+        memory = f"\n\n{MEMORY_HEADER}\n{rendered}" if rendered else ""
+        return base, memory
+
+    def _history(self, context: MemoryContext) -> list[Exchange]:
+        if context.metadata.get("uncapped_history") or self.history_turns is None:
+            return list(context.history)
+        return list(context.history[-self.history_turns:]) if self.history_turns > 0 else []
+
+    def _build_messages(self, context: MemoryContext, user_text: str,
+                        trace: TurnTrace) -> list[Message]:
+        count = self.llm.count_tokens
+        base, memory = self.build_system_prompt(context)
+        messages = [Message(role="system", content=base + memory)]
+        trace.prompt_tokens_system = count(base) + 4
+        trace.prompt_tokens_memory = count(memory) if memory else 0
+        history = self._history(context)
+        for exchange in history:
+            messages.append(Message(role="user", content=exchange.user))
+            messages.append(Message(role="assistant", content=exchange.assistant))
+            trace.prompt_tokens_history += count(exchange.user) + count(exchange.assistant) + 8
+        messages.append(Message(role="user", content=user_text))
+        trace.prompt_tokens_user = count(user_text) + 4
+        trace.memory_ids = [item.id for item in context.items] + [
+            str(ex.metadata.get("id", f"turn:{ex.turn_number}")) for ex in history]
+        trace.memory_kinds = [item.kind for item in context.items] + ["turn"] * len(history)
+        trace.truncated_turns = context.truncated_turns
+        return messages
+
+    @staticmethod
+    def _record_completion(trace: TurnTrace, completion: Completion) -> None:
+        trace.reply = completion.text
+        trace.prompt_tokens = completion.prompt_tokens
+        trace.completion_tokens = completion.completion_tokens
+        trace.llm_latency_s = completion.latency_s
+        trace.cached = completion.cached
+
+    def _store(self, user: str, assistant: str, timestamp: datetime | None,
+               session_id: str | None) -> None:
+        self.turn_number += 1
+        fields: dict[str, Any] = {"user": user, "assistant": assistant,
+                                  "turn_number": self.turn_number, "session_id": session_id}
+        if timestamp is not None:
+            fields["timestamp"] = timestamp
+        self.memory.observe(Exchange(**fields))
+
+    def _auto_sleep(self, trace: TurnTrace | None) -> None:
+        if not self.memory.should_sleep():
+            return
+        stats = self.sleep()
+        if trace is not None and stats is not None:
+            trace.slept = True
+            trace.cycle_stats = stats.model_dump(mode="json")

@@ -1,0 +1,301 @@
+"""GoodAI LTM Benchmark v3 file formats: test definitions, config.yml, per-test results.
+
+Layout (as published)::
+
+    definitions/<Test Type>/<id>.def.json   definitions/config.yml
+    results/<agent>/<Test Type>/<id>_<rep>.json
+
+``goodai_rescore`` re-scores a results folder with memlab's scorers and reports, per test type,
+how many published scores it reproduces.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from memlab.bench.suites.ltm_scorers import GOODAI_RULE_TYPES, SCORERS, goodai_spy_lists
+from memlab.errors import ConfigError
+
+# memlab key <-> GoodAI folder name
+TYPE_DIRS = {
+    "colours": "Colours", "shopping": "Shopping", "name_list": "NameList",
+    "locations_directions": "Locations Directions", "jokes": "Jokes", "sallyanne": "SallyAnne",
+    "prospective_memory": "Prospective Memory", "trigger_response": "Trigger Response",
+    "spy_meeting": "Spy Meeting", "restaurant": "Restaurant", "chapterbreak": "ChapterBreak",
+}
+TYPE_KEYS = {folder: key for key, folder in TYPE_DIRS.items()}
+
+
+class Wait(BaseModel):
+    """How long a script line waits before the next: a share of the memory span and/or time."""
+
+    model_config = ConfigDict(extra="forbid")
+    percentage_finished: float | None = Field(None, ge=0, le=100)
+    tokens: int | None = Field(None, ge=0)
+    time: float | None = Field(None, ge=0, description="seconds on the simulated clock")
+
+
+class TestDefinition(BaseModel):
+    """One GoodAI test script (``<id>.def.json``)."""
+
+    __test__ = False
+    model_config = ConfigDict(extra="allow")
+    script: list[str]
+    is_question: list[bool]
+    waits: list[Wait] = Field(default_factory=list)
+    expected_responses: list[Any]
+    can_be_interleaved: bool = True
+    is_temporal: bool = False
+    uses_callback: bool = False
+
+    @model_validator(mode="after")
+    def _lengths_agree(self) -> TestDefinition:
+        extra = 1 if self.is_temporal else 0  # a temporal question is written at run time
+        if len(self.is_question) not in (len(self.script), len(self.script) + extra):
+            raise ValueError(f"is_question has {len(self.is_question)} entries; the script has "
+                             f"{len(self.script)} lines (rule: one per line, +1 if is_temporal)")
+        if self.waits and len(self.waits) != len(self.is_question):
+            raise ValueError(f"waits has {len(self.waits)} entries; rule: one per is_question "
+                             f"entry ({len(self.is_question)})")
+        return self
+
+
+class DatasetEntry(BaseModel):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class DatasetsSection(BaseModel):
+    args: dict[str, Any] = Field(default_factory=dict)
+    datasets: list[DatasetEntry]
+
+
+class BenchmarkConfig(BaseModel):
+    """GoodAI's ``config.yml``: run settings, memory span, examples and per-type arguments."""
+
+    config: dict[str, Any] = Field(default_factory=dict)
+    datasets: DatasetsSection
+
+    @property
+    def memory_span(self) -> int:
+        return int(self.datasets.args.get("memory_span", 1000))
+
+    @property
+    def dataset_examples(self) -> int:
+        return int(self.datasets.args.get("dataset_examples", 3))
+
+    def type_args(self) -> dict[str, dict[str, Any]]:
+        return {d.name: dict(d.args) for d in self.datasets.datasets}
+
+
+class LoadedTest(BaseModel):
+    """A definition with its place: ``test_type`` (memlab key) and GoodAI ``example_id``."""
+
+    test_type: str
+    example_id: str
+    definition: TestDefinition
+    path: str = ""
+
+
+class TestResult(BaseModel):
+    """One published per-test result (``<id>_<rep>.json``)."""
+
+    __test__ = False
+    task_log: list[str] = Field(default_factory=list)
+    actual_responses: list[Any] = Field(default_factory=list)
+    score: float
+    max_score: float
+    reasoning: list[str] = Field(default_factory=list)
+    tokens: int = 0
+    characters: int = 0
+    full_log: list[str] = Field(default_factory=list)
+    expected_responses: list[Any] = Field(default_factory=list)
+    needles: int = 0
+
+
+def _field_error(path: Path, exc: ValidationError) -> ConfigError:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or "(definition)"
+    return ConfigError(f"{path}: field '{field}': {err['msg']}")
+
+
+def load_definition(path: str | Path) -> LoadedTest:
+    """Read one ``<Test Type>/<id>.def.json``.
+
+    Raises:
+        ConfigError: naming the file and the offending field.
+    """
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    try:
+        definition = TestDefinition.model_validate(raw)
+    except ValidationError as exc:
+        raise _field_error(path, exc) from exc
+    folder = path.parent.name
+    return LoadedTest(test_type=TYPE_KEYS.get(folder, folder), path=str(path),
+                      example_id=path.name.removesuffix(".def.json"), definition=definition)
+
+
+def load_config(path: str | Path) -> BenchmarkConfig:
+    """Read GoodAI's ``config.yml``."""
+    path = Path(path)
+    try:
+        return BenchmarkConfig.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except ValidationError as exc:
+        raise _field_error(path, exc) from exc
+
+
+def load_definitions(folder: str | Path) -> tuple[BenchmarkConfig | None, list[LoadedTest]]:
+    """Every definition under ``folder`` (sorted by type and id) and its config, if present."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"definitions folder {folder} does not exist")
+    config_path = folder / "config.yml"
+    config = load_config(config_path) if config_path.exists() else None
+    paths = sorted(folder.glob("*/*.def.json"),
+                   key=lambda p: (p.parent.name, int(p.stem.split(".")[0])
+                                  if p.stem.split(".")[0].isdigit() else p.stem))
+    return config, [load_definition(p) for p in paths]
+
+
+def load_result(path: str | Path) -> TestResult:
+    path = Path(path)
+    try:
+        return TestResult.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        raise _field_error(path, exc) from exc
+
+
+def result_path(results_dir: str | Path, agent: str, test_type: str, example_id: str,
+                rep: int = 0) -> Path:
+    """``results/<agent>/<Test Type>/<id>_<rep>.json``."""
+    return Path(results_dir) / agent / TYPE_DIRS.get(test_type, test_type) / f"{example_id}_{rep}.json"
+
+
+def write_result(path: str | Path, result: TestResult) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result.model_dump(), indent=2, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------- re-scoring
+
+def published_answers(test_type: str, result: TestResult) -> tuple[list[str], list[Any]]:
+    """The replies a published result was scored on, and the expected responses to use.
+
+    Prospective memory is scored on the task log: the agent's lines from the request on. Spy
+    meeting keyword lists are widened to the v3.5 lists GoodAI scored every run with.
+    """
+    expected = list(result.expected_responses)
+    if test_type == "spy_meeting":
+        return [str(r) for r in result.actual_responses], goodai_spy_lists(expected)
+    if test_type != "prospective_memory":
+        return [str(r) for r in result.actual_responses], expected
+    log = result.task_log
+    start = next((i for i, line in enumerate(log)
+                  if "append the quote" in line and line.startswith("Test")), None)
+    if start is None:
+        return [], expected
+    return [line.split("): ", 1)[-1] for line in log[start + 1:][::2]], expected
+
+
+class RescoreItem(BaseModel):
+    agent: str
+    test_type: str
+    file: str
+    published: float
+    memlab: float | None
+    reasoning: list[str] = Field(default_factory=list)
+    published_reasoning: list[str] = Field(default_factory=list)
+
+    @property
+    def agrees(self) -> bool:
+        return self.memlab is not None and abs(self.memlab - self.published) < 1e-6
+
+
+class RescoreReport(BaseModel):
+    """Per test type: how many published scores memlab reproduces, and which not (with why)."""
+
+    folder: str
+    items: list[RescoreItem] = Field(default_factory=list)
+    skipped: dict[str, str] = Field(default_factory=dict)
+
+    def by_type(self) -> dict[str, list[RescoreItem]]:
+        groups: dict[str, list[RescoreItem]] = defaultdict(list)
+        for item in self.items:
+            groups[item.test_type].append(item)
+        return dict(sorted(groups.items()))
+
+    def conformance(self) -> tuple[int, int]:
+        """(agreeing, total) over the types GoodAI scored without a GPT judge."""
+        rule = [i for i in self.items if i.test_type in GOODAI_RULE_TYPES]
+        return sum(i.agrees for i in rule), len(rule)
+
+
+def goodai_rescore(folder: str | Path, *, client: Any = None) -> RescoreReport:
+    """Re-score every ``<agent>/<Test Type>/<id>_<rep>.json`` under ``folder``.
+
+    Args:
+        client: an LLM client for the types only an LLM can judge (restaurant, chapterbreak);
+            without it those types are listed as skipped.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"results folder {folder} does not exist")
+    report = RescoreReport(folder=str(folder))
+    for path in sorted(folder.glob("**/*_*.json")):
+        test_type = TYPE_KEYS.get(path.parent.name)
+        if test_type is None:
+            continue
+        if test_type in ("restaurant", "chapterbreak") and client is None:
+            report.skipped[test_type] = "needs an LLM judge (GoodAI used GPT); pass client="
+            continue
+        report.items.append(_rescore_one(path, test_type, client))
+    return report
+
+
+def _rescore_one(path: Path, test_type: str, client: Any) -> RescoreItem:
+    result = load_result(path)
+    replies, expected = published_answers(test_type, result)
+    item = RescoreItem(agent=path.parent.parent.name, test_type=test_type, memlab=None,
+                       file=str(path.relative_to(path.parents[2])), published=result.score,
+                       published_reasoning=result.reasoning)
+    try:
+        judged = SCORERS[test_type]([""] * len(replies), replies, expected, client=client)
+    except (IndexError, KeyError, TypeError, ValueError) as exc:
+        item.reasoning = [f"memlab could not score it: {exc!r}"]
+        return item
+    item.memlab, item.reasoning = judged.score / judged.max_score, judged.reasoning
+    return item
+
+
+def format_rescore_report(report: RescoreReport, *, max_listed: int = 20) -> str:
+    """The report as text: one line per type, then every disagreement with both reasonings."""
+    lines = [f"GoodAI re-score of {report.folder}"]
+    for test_type, items in report.by_type().items():
+        agree = sum(i.agrees for i in items)
+        judge = "rule (GoodAI: rule)" if test_type in GOODAI_RULE_TYPES else "memlab rule/LLM (GoodAI: GPT judge)"
+        lines.append(f"  {TYPE_DIRS.get(test_type, test_type):22s} {agree:4d}/{len(items):<4d} {judge}")
+    for test_type, why in report.skipped.items():
+        lines.append(f"  {TYPE_DIRS.get(test_type, test_type):22s}  skipped: {why}")
+    ok, total = report.conformance()
+    lines.append(f"Conformance (types GoodAI scored without a GPT judge): {ok}/{total}")
+    misses = [i for i in report.items if not i.agrees]
+    for item in misses[:max_listed]:
+        lines.append(f"- {item.file}: published {item.published:.3f}, memlab "
+                     f"{'n/a' if item.memlab is None else f'{item.memlab:.3f}'}; memlab: "
+                     f"{' | '.join(item.reasoning)[:160]!s}; GoodAI: "
+                     f"{' | '.join(item.published_reasoning)[:160]!s}")
+    if len(misses) > max_listed:
+        lines.append(f"... and {len(misses) - max_listed} more disagreements")
+    return "\n".join(lines)

@@ -1,0 +1,390 @@
+"""Run one suite under one memory condition, resumably, into ``results/<run_id>/``.
+
+Filler goes through ``Agent.observe`` (no model call); needles and questions through
+``Agent.interact``. Every step is appended to ``turns.jsonl`` (flushed and fsync'ed) and every
+model call to ``calls.jsonl`` before the next step starts.
+
+Resume (a killed run, same ``run_id``): the memory is rebuilt by replaying the recorded prefix
+into a fresh store folder through the very same agent calls, with ``CallJournal`` answering every
+model call (answers, sleep compression, extraction, option scores) from ``calls.jsonl`` by step
+and position; replayed steps are checked against their records (differences are listed in the
+manifest's ``diverged_turns``) and not written again; the run continues live after the last
+recorded turn. Replaying (rather than persisting the store) rebuilds the memory the killed
+process had, access counts and auto-sleep cycles included, with nothing to keep consistent
+between a store and the journals; memory ids repeat because uuid4 is drawn from a generator
+seeded by the run for its duration.
+
+Table 2 protocol (``probes_sleep=True``): after the conversation the suite's questions are asked
+again without being stored (phase ``pre_sleep``), ``Agent.sleep()`` is forced, and they are asked
+once more (phase ``post_sleep``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from memlab.agent import Agent, TurnTrace
+from memlab.bench.base import Response, Suite, SuiteEvent
+from memlab.bench.runlog import (
+    CallJournal,
+    JsonlWriter,
+    call_key,
+    environment_info,
+    read_jsonl,
+    write_json_atomic,
+)
+from memlab.config import get_settings
+from memlab.errors import ConfigError, MemlabError
+from memlab.memory.base import MEMORIES, MemoryContext, Scope
+
+Phase = Literal["main", "pre_sleep", "post_sleep"]
+OptionScoring = Literal["generate", "logprob"]
+AgentFactory = Callable[..., Agent]
+TIMING_FIELDS = ("llm_latency_s", "memory_latency_s")  # the only fields a replay may change
+CYCLE_TIMING_FIELDS = ("started_at", "finished_at", "phase_durations_s")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing the runner does: an event in a phase, or the forced sleep (event None)."""
+
+    phase: str
+    event: SuiteEvent | None = None
+
+
+def default_agent_factory(condition: str, *, llm: Any, embedder: Any, workdir: Path,
+                          scope: Scope) -> Agent:
+    """The condition's memory (``MEMORIES.create``) behind a default Agent."""
+    memory = MEMORIES.create(condition, scope=scope, llm=llm, embedder=embedder,
+                             workdir=workdir)
+    return Agent(memory, llm)
+
+
+def make_run_id(suite: Suite, condition: str, *, seed: int, llm: Any,
+                probes_sleep: bool = False, option_scoring: str = "generate") -> str:
+    """``<suite>-<size>-<condition>-s<seed>-<provider>-<model>-<hash of all parameters>``."""
+    params = suite.describe()
+    size = next((params[k] for k in ("size", "span", "memory_span", "target_tokens",
+                                     "context_tokens", "tokens")
+                 if params.get(k) is not None), "na")
+    digest = call_key(params, condition, seed, llm.provider, llm.model, probes_sleep,
+                      option_scoring)[:8]
+    raw = f"{suite.name}-{size}-{condition}-s{seed}-{llm.provider}-{llm.model}-{digest}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", raw)
+
+
+def plan_steps(events: list[SuiteEvent], *, probes_sleep: bool) -> list[Step]:
+    """The main conversation, then (Table 2) the probes pre sleep, the sleep, the probes post."""
+    steps = [Step("main", event) for event in events]
+    if probes_sleep:
+        probes = [e for e in events if e.kind == "question"]
+        steps += [Step("pre_sleep", e) for e in probes] + [Step("sleep")]
+        steps += [Step("post_sleep", e) for e in probes]
+    return steps
+
+
+def is_complete(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a finished, scored run (a grid skips it)."""
+    manifest = read_manifest(run_dir)
+    return manifest.get("status") == "complete" and (Path(run_dir) / "scores.jsonl").exists()
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """The run's manifest.json ({} when there is none yet)."""
+    path = Path(run_dir) / "manifest.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def run(suite: Suite, condition: str, *, llm: Any, embedder: Any = None,
+        results_dir: Path | str | None = None, out_dir: Path | str | None = None,
+        run_id: str | None = None, seed: int = 0,
+        agent_factory: AgentFactory | None = None, probes_sleep: bool = False,
+        option_scoring: OptionScoring = "generate", progress: bool = True,
+        fsync: bool = True) -> Path:
+    """Run (or resume, or skip when complete) ``suite`` under ``condition``.
+
+    Args:
+        llm: the answering model (also handed to the memory for its own calls).
+        results_dir: parent folder of run folders (default ``Settings.results_dir``);
+            ``out_dir`` is an alias (the grid's notebook parameter).
+        run_id: folder name (default ``make_run_id``: derived from every parameter).
+        seed: seeds python's and numpy's random generators before the first step.
+        agent_factory: ``(condition, *, llm, embedder, workdir, scope) -> Agent``.
+        probes_sleep: run the Table 2 protocol after the conversation.
+        option_scoring: "logprob" also records each multiple-choice answer's option picked by
+            ``llm.score_options`` (when ``llm.supports_logprobs``) as ``choice``.
+
+    Returns:
+        The run folder (``manifest.json``, ``turns.jsonl``, ``calls.jsonl``, ``scores.jsonl``).
+    """
+    if option_scoring not in ("generate", "logprob"):
+        raise ConfigError(f"option_scoring must be 'generate' or 'logprob', got {option_scoring!r}")
+    if condition not in MEMORIES.names() and agent_factory is None:
+        raise ConfigError(f"condition must be one of {MEMORIES.names()}, got {condition!r}")
+    run_id = run_id or make_run_id(suite, condition, seed=seed, llm=llm,
+                                   probes_sleep=probes_sleep, option_scoring=option_scoring)
+    run_dir = Path(results_dir or out_dir or get_settings().results_dir) / run_id
+    if is_complete(run_dir):
+        return run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    session = _RunSession(suite, condition, run_dir, llm=llm, embedder=embedder, seed=seed,
+                          factory=agent_factory or default_agent_factory, fsync=fsync,
+                          logprob=option_scoring == "logprob" and llm.supports_logprobs)
+    manifest = session.start_manifest(run_id, probes_sleep=probes_sleep,
+                                      option_scoring=option_scoring)
+    try:
+        session.execute(plan_steps(suite.events(), probes_sleep=probes_sleep), progress)
+        scores = session.score()
+    except BaseException as exc:
+        session.finish(manifest, status="failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    session.finish(manifest, status="complete", scores=len(scores))
+    return run_dir
+
+
+class _RunSession:
+    """The mutable state of one run process (agent, journals, counters)."""
+
+    def __init__(self, suite: Suite, condition: str, run_dir: Path, *, llm: Any, embedder: Any,
+                 seed: int, factory: AgentFactory, fsync: bool, logprob: bool):
+        self.suite, self.condition, self.run_dir = suite, condition, run_dir
+        self.llm, self.embedder, self.seed, self.logprob = llm, embedder, seed, logprob
+        self.recorded = read_jsonl(run_dir / "turns.jsonl", repair=True)
+        store = _fresh_store(run_dir / "store")
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+        # process-wide for the run's duration (one run per process at a time)
+        self._saved_uuid4 = uuid.uuid4
+        uuid.uuid4 = _seeded_uuid4(f"{run_dir.name}:{seed}")
+        self.journal = CallJournal(run_dir / "calls.jsonl", inner=llm.cache, fsync=fsync)
+        self._saved_cache, llm.cache = llm.cache, self.journal
+        params = suite.describe()
+        user = str(params.get("user_id") or params.get("persona_id") or suite.name)
+        try:
+            self.agent = factory(condition, llm=llm, embedder=embedder, workdir=store,
+                                 scope=Scope(user_id=user, agent_id=condition))
+        except BaseException:
+            self._restore()
+            raise
+        self._context: MemoryContext | None = None
+        self._capture_recall()
+        self.turn_events: dict[int, int] = {}  # agent turn_number -> event index
+        self.writer = JsonlWriter(run_dir / "turns.jsonl", fsync=fsync)
+        self.diverged: list[int] = []
+        self.sleep_stats: dict[str, Any] | None = None
+
+    def _capture_recall(self) -> None:
+        memory = self.agent.memory
+        recall = memory.recall
+
+        def traced(query: str) -> MemoryContext:
+            self._context = recall(query)
+            return self._context
+
+        memory.recall = traced  # instance attribute: the agent's calls go through it
+
+    # ------------------------------------------------------------------ manifest
+    def start_manifest(self, run_id: str, **options: Any) -> dict[str, Any]:
+        old = read_manifest(self.run_dir)
+        manifest = {
+            "run_id": run_id, "condition": self.condition, "suite": self.suite.name,
+            "suite_params": self.suite.describe(), "seed": self.seed,
+            "llm": {"provider": self.llm.provider, "model": self.llm.model,
+                    "context_window": self.llm.context_window},
+            "embedder": getattr(self.embedder, "name", None),
+            **environment_info(),
+            "options": options,
+            "started_at": old.get("started_at") or _now(), "finished_at": None,
+            "status": "running", "resumes": old.get("resumes", -1) + 1,
+            "counts": {"resumed_from_turn": len(self.recorded)},
+        }
+        write_json_atomic(self.run_dir / "manifest.json", manifest)
+        return manifest
+
+    def _restore(self) -> None:
+        self.llm.cache = self._saved_cache
+        uuid.uuid4 = self._saved_uuid4
+        self.journal.close()
+
+    def finish(self, manifest: dict[str, Any], *, status: str, **extra: Any) -> None:
+        self._restore()
+        self.writer.close()
+        self.agent.memory.close()
+        manifest.update(status=status, finished_at=_now(), sleep_stats=self.sleep_stats)
+        manifest["counts"].update(
+            turns=len(read_jsonl(self.run_dir / "turns.jsonl")), llm_calls_paid=self.journal.paid,
+            llm_calls_recorded=self.journal.recorded, llm_calls_replayed=self.journal.replayed,
+            llm_calls_mismatched=self.journal.mismatched,
+            diverged_turns=self.diverged, **extra)
+        write_json_atomic(self.run_dir / "manifest.json", manifest)
+
+    # ------------------------------------------------------------------ steps
+    def execute(self, steps: list[Step], progress: bool) -> None:
+        done = 0
+        desc = f"{self.suite.name}/{self.condition}"
+        with tqdm(total=len(steps), desc=desc, disable=not progress, leave=False) as bar:
+            for step in steps:
+                self.journal.begin_step(
+                    step.phase if step.event is None else f"{step.phase}:{step.event.index}")
+                if step.event is None:
+                    stats = self.agent.sleep()
+                    self.sleep_stats = stats.model_dump(mode="json") if stats else None
+                else:
+                    record = self.do_step(step)
+                    if done < len(self.recorded):
+                        self._check_replay(record, self.recorded[done])
+                    else:
+                        self.writer.write(record)
+                    done += 1
+                bar.update()
+
+    def _check_replay(self, record: dict[str, Any], recorded: dict[str, Any]) -> None:
+        if (record["index"], record["phase"]) != (recorded["index"], recorded["phase"]):
+            raise MemlabError(
+                f"resume: turns.jsonl of {self.run_dir} does not match this suite "
+                f"(step {record['phase']}:{record['index']} vs "
+                f"{recorded['phase']}:{recorded['index']})")
+        if strip_timing(record) != strip_timing(recorded):
+            self.diverged.append(record["index"])
+
+    def do_step(self, step: Step) -> dict[str, Any]:
+        event = step.event
+        assert event is not None
+        record = {"index": event.index, "phase": step.phase, "kind": event.kind,
+                  "test_id": event.test_id, "test_type": event.test_type,
+                  "session_id": event.session_id, "text": event.text}
+        if event.kind == "filler":
+            self.agent.observe(event.text, event.reply or "", timestamp=event.timestamp,
+                               session_id=event.session_id)
+            self.turn_events[self.agent.turn_number] = event.index
+            trace = TurnTrace(reply=event.reply or "")
+            record.update(reply=trace.reply, store=True, choice=None, **_trace_fields(trace),
+                          turn_number=self.agent.turn_number, memory_events=[],
+                          memory_schemas=[])
+        else:
+            record.update(self._interact(event, store=event.store and step.phase == "main"))
+        record.update(timestamp=event.timestamp, options=event.options,
+                      answer_index=event.answer_index, metadata=event.metadata)
+        return json.loads(_dumps(record))  # exactly what turns.jsonl holds
+
+    def _interact(self, event: SuiteEvent, *, store: bool) -> dict[str, Any]:
+        self._context = None
+        trace = self.agent.interact(event.text, store=store, timestamp=event.timestamp,
+                                    session_id=event.session_id, options=event.options)
+        choice = None
+        if self.logprob and event.options and trace.error is None:
+            scores = self.llm.score_options(self.agent.last_messages, event.options)
+            choice = int(np.argmax(scores))
+        turn_number = self.agent.turn_number if store else None
+        if store:
+            self.turn_events[self.agent.turn_number] = event.index
+        context = self._context or MemoryContext()
+        return {"reply": trace.reply, "store": store, "choice": choice, **_trace_fields(trace),
+                "turn_number": turn_number,
+                "memory_events": sorted({self.turn_events[t] for t in context_turns(context)
+                                         if t in self.turn_events}),
+                "memory_schemas": [i.text for i in context.items if i.kind == "schema"]}
+
+    # ------------------------------------------------------------------ scores
+    def score(self) -> list[dict[str, Any]]:
+        """Score every phase with ``suite.score`` and write scores.jsonl (whole, atomically)."""
+        turns = read_jsonl(self.run_dir / "turns.jsonl")
+        main = {t["index"]: _response(t) for t in turns if t["phase"] == "main"}
+        lines: list[dict[str, Any]] = []
+        for phase in ("main", "pre_sleep", "post_sleep"):
+            probes = {t["index"]: _response(t) for t in turns if t["phase"] == phase}
+            if not probes:
+                continue
+            for score in self.suite.score({**main, **probes}):
+                lines.append({**score.model_dump(mode="json"), "phase": phase})
+        path = self.run_dir / "scores.jsonl"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(_dumps(line) + "\n" for line in lines), encoding="utf-8")
+        tmp.replace(path)
+        return lines
+
+
+def _seeded_uuid4(key: str) -> Callable[[], uuid.UUID]:
+    """uuid4 drawn from a generator seeded by the run: memory ids (episodes, documents, facts)
+    repeat exactly in a replay, so a resumed run's turns.jsonl equals an uninterrupted one's."""
+    rng = random.Random(key)
+
+    def uuid4() -> uuid.UUID:
+        return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+    return uuid4
+
+
+def _fresh_store(root: Path) -> Path:
+    """An empty store folder for this attempt (the replay rebuilds the memory from scratch).
+
+    Earlier attempts' folders are deleted; a new name per attempt keeps an embedded store that
+    caches its handles per path in-process (chromadb) from reopening a deleted database.
+    """
+    if root.exists():
+        for old in root.iterdir():
+            shutil.rmtree(old, ignore_errors=True)
+    store = root / f"attempt-{time.time_ns()}"
+    store.mkdir(parents=True)
+    return store
+
+
+def context_turns(context: MemoryContext) -> set[int]:
+    """Agent turn numbers whose content reached the prompt through ``context``.
+
+    Read from history exchanges (``turn_number``) and from each item's metadata: ``turn_number``
+    (int) or ``turn_numbers`` / ``source_turns`` (lists), the keys memory conditions set on items
+    derived from stored turns (rag documents, episodes, consolidated memories, schemas).
+    """
+    turns = {ex.turn_number for ex in context.history}
+    for item in context.items:
+        meta = item.metadata
+        if isinstance(meta.get("turn_number"), int):
+            turns.add(meta["turn_number"])
+        for key in ("turn_numbers", "source_turns"):
+            turns.update(t for t in meta.get(key) or [] if isinstance(t, int))
+    return turns
+
+
+def strip_timing(record: dict[str, Any]) -> dict[str, Any]:
+    """A turn record without its wall-clock fields (what must be identical across a resume):
+    the latencies, and a sleep cycle's start/finish times and phase durations."""
+    out = {k: v for k, v in record.items() if k not in TIMING_FIELDS}
+    if isinstance(out.get("cycle_stats"), dict):
+        out["cycle_stats"] = {k: v for k, v in out["cycle_stats"].items()
+                              if k not in CYCLE_TIMING_FIELDS}
+    return out
+
+
+def _trace_fields(trace: TurnTrace) -> dict[str, Any]:
+    return trace.model_dump(mode="json", exclude={"reply"})
+
+
+def _response(turn: dict[str, Any]) -> Response:
+    return Response(index=turn["index"], reply=turn.get("reply") or "", choice=turn.get("choice"),
+                    memory_ids=turn.get("memory_ids") or [], error=turn.get("error"))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+__all__ = ["Step", "TIMING_FIELDS", "context_turns", "default_agent_factory", "is_complete",
+           "make_run_id", "plan_steps", "read_manifest", "run", "strip_timing"]

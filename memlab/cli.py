@@ -1,0 +1,264 @@
+"""The ``memlab`` command: run a condition, a grid, the whole paper, JupyterLab, a re-score.
+
+Every sub-command has its own ``--help`` with an example. A user error (unknown condition, a
+folder that does not exist, a missing optional package) prints one line and exits with status 2;
+a grid with failed cells exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from memlab.errors import ConfigError, MemlabError, MissingDependencyError
+from memlab.memory.base import CONDITIONS
+
+DESCRIPTION = """\
+memlab compares seven long-term-memory architectures for LLM agents on the same model, data and
+scorers, with accuracy next to what each costs in tokens and time. Offline by default (a local
+model); MEMLAB_LLM=gemini with GEMINI_API_KEY set switches to Gemini.
+
+Start here:
+  memlab paper                     the quick paper: 7 conditions x 2 suites, then every figure
+  memlab run -c sleep -s persona   one condition on one suite, printed summary
+  memlab lab                       JupyterLab on the notebooks (tour.ipynb first)
+"""
+EPILOG = "Each command has its own help: memlab <command> --help"
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llm", choices=("local", "gemini", "openai", "fake"), default=None,
+                        help="answering model provider (default: MEMLAB_LLM or local); fake "
+                             "is for tests only")
+    parser.add_argument("--embedder", choices=("minilm", "hashing"), default=None,
+                        help="embedder (default: MEMLAB_EMBEDDER or minilm; hashing: tests)")
+
+
+def _add_grid_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, default=None,
+                        help="local processes (default 1 with the local model, else 2)")
+    parser.add_argument("--scheduler", default=None,
+                        help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: "
+                             "MEMLAB_DASK_SCHEDULER; unset: local process pool)")
+    parser.add_argument("--retries", type=int, default=2,
+                        help="retries of a cell whose kernel failed to start (default 2)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memlab", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
+    raw = argparse.RawDescriptionHelpFormatter
+
+    run = commands.add_parser(
+        "run", help="run one condition on one suite", formatter_class=raw,
+        description="Run one memory condition on one suite into <out>/<run_id>/ and print its "
+                    "summary. A run that exists resumes (or is skipped when complete).",
+        epilog="example: memlab run --condition rag --suite ltm --span 2000 --seed 1")
+    run.add_argument("-c", "--condition", required=True, help=f"one of: {', '.join(CONDITIONS)}")
+    run.add_argument("-s", "--suite", required=True, help="ltm or persona")
+    run.add_argument("--span", type=int, default=1000,
+                     help="memory span (ltm) or context length (persona) in tokens (default 1000)")
+    run.add_argument("--seed", type=int, default=0, help="suite and run seed (default 0)")
+    run.add_argument("--out", default="results/manual", help="results folder (results/manual)")
+    run.add_argument("--probes-sleep", action="store_true",
+                     help="also run Table 2's pre/post sleep protocol after the conversation")
+    _add_model_options(run)
+
+    grid = commands.add_parser(
+        "grid", help="run conditions x suites x seeds, one notebook per cell", formatter_class=raw,
+        description="Execute notebooks/condition.ipynb once per grid cell (papermill). Runs go "
+                    "to <results>/<suite>-<condition>-<span>-s<seed>/, executed notebooks to "
+                    "<results>/notebooks/; complete cells are skipped.",
+        epilog="examples:\n  memlab grid --spec quick\n  memlab grid --spec my_grid.yaml "
+               "--scheduler tcp://127.0.0.1:8786\n  memlab grid --conditions rag,sleep "
+               "--suites persona --seeds 0,1,2")
+    grid.add_argument("--spec", default="quick",
+                      help="quick, full, or a YAML file with GridSpec fields (default quick)")
+    grid.add_argument("--conditions", help="comma-separated subset of the spec's conditions")
+    grid.add_argument("--suites", help="comma-separated subset: ltm,persona")
+    grid.add_argument("--seeds", help="comma-separated seeds replacing the spec's")
+    grid.add_argument("--results", default=None, help="results folder (default results/<spec>)")
+    _add_model_options(grid)
+    _add_grid_options(grid)
+
+    paper = commands.add_parser(
+        "paper", help="run the grid, then write every figure and table", formatter_class=raw,
+        description="Run the quick grid (7 conditions x 2 suites at a small size, ~15 min on 2 "
+                    "cores with the local model; cached reruns take seconds), then execute "
+                    "notebooks/paper.ipynb: figures (PNG + PDF) into --figures and tables (CSV, "
+                    "LaTeX, markdown) into --figures/tables. --full runs the paper grid "
+                    "(3 LTM spans, 2 persona lengths, 3 seeds; many hours on a laptop).",
+        epilog="example: memlab paper --figures figures")
+    paper.add_argument("--full", action="store_true", help="the larger grid (see above)")
+    paper.add_argument("--results", default=None, help="results folder (default results/<spec>)")
+    paper.add_argument("--figures", default="figures", help="figures folder (default figures)")
+    _add_model_options(paper)
+    _add_grid_options(paper)
+
+    lab = commands.add_parser("lab", help="JupyterLab on the notebooks",
+                              description="Open JupyterLab on notebooks/ (needs the lab extra: "
+                                          "pip install 'memlab[lab]'). Start with tour.ipynb.")
+    lab.add_argument("--port", type=int, default=8888)
+    lab.add_argument("--no-browser", action="store_true")
+
+    rescore = commands.add_parser(
+        "goodai-rescore", help="re-score published GoodAI LTM results with memlab's scorers",
+        description="Re-score a folder of GoodAI result files (<agent>/<Test Type>/<id>_<rep>.json)"
+                    " and print, per test type, how many published scores memlab reproduces.",
+        epilog="example: memlab goodai-rescore ../shared/data/goodai-ltm-v3-1k/results")
+    rescore.add_argument("dir", help="folder of GoodAI result files")
+
+    serve = commands.add_parser(
+        "serve", help="serve one agent over HTTP (BenchmarkTurnPayload in, reply out)",
+        description="POST /turn with {\"history\": ..., \"message\": ...} returns the reply and "
+                    "its trace; GET /health. Loopback by default.",
+        epilog="example: memlab serve --condition rag --port 8765")
+    serve.add_argument("-c", "--condition", default="rag", help=f"one of: {', '.join(CONDITIONS)}")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--workdir", default="results/serve", help="folder of the agent's stores")
+    _add_model_options(serve)
+    return parser
+
+
+def _settings_default(value: str | None, field: str) -> str:
+    from memlab.config import get_settings
+
+    return value or getattr(get_settings(), field)
+
+
+def _split(text: str | None, cast=str) -> list | None:
+    if not text:
+        return None
+    try:
+        return [cast(part.strip()) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"could not read list {text!r}: {exc}") from exc
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from memlab.report import lab
+
+    run_dir = lab.run_condition(
+        args.condition, args.suite, args.span, args.seed,
+        llm=_settings_default(args.llm, "llm"), embedder=_settings_default(args.embedder,
+                                                                           "embedder"),
+        out_dir=args.out, probes_sleep=args.probes_sleep)
+    print(lab.run_summary(run_dir).to_string())
+    print(f"\nrun folder: {run_dir}")
+    return 0
+
+
+def _grid_cells(args: argparse.Namespace, spec_name: str):
+    from memlab import grid
+
+    spec = grid.load_spec(spec_name)
+    update = {"conditions": _split(getattr(args, "conditions", None)),
+              "suites": _split(getattr(args, "suites", None)),
+              "seeds": _split(getattr(args, "seeds", None), int)}
+    spec = grid.validate_spec(spec.model_dump() | {k: v for k, v in update.items() if v},
+                              spec.name)
+    cells = spec.cells(llm=_settings_default(args.llm, "llm"),
+                       embedder=_settings_default(args.embedder, "embedder"))
+    return spec, cells
+
+
+def _run_cells(args: argparse.Namespace, cells, results: Path) -> int:
+    from memlab import grid
+
+    outcome = grid.run_grid(cells, results, workers=args.workers, scheduler=args.scheduler,
+                            retries=args.retries)
+    counts = {s: sum(r.status == s for r in outcome) for s in ("complete", "skipped", "failed")}
+    print(f"grid: {counts['complete']} run, {counts['skipped']} skipped (already complete), "
+          f"{counts['failed']} failed -> {results}")
+    for result in outcome:
+        if result.status == "failed":
+            print(f"  FAILED {result.run_id}: {result.error} (see {result.notebook})")
+    return 1 if counts["failed"] else 0
+
+
+def cmd_grid(args: argparse.Namespace) -> int:
+    spec, cells = _grid_cells(args, args.spec)
+    return _run_cells(args, cells, Path(args.results or f"results/{spec.name}"))
+
+
+def cmd_paper(args: argparse.Namespace) -> int:
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    from memlab import grid
+
+    spec, cells = _grid_cells(args, "full" if args.full else "quick")
+    results = Path(args.results or f"results/{spec.name}")
+    status = _run_cells(args, cells, results)
+    output = results / "notebooks" / "paper.ipynb"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        papermill.execute_notebook(str(grid.NOTEBOOKS_DIR / "paper.ipynb"), str(output),
+                                   parameters={"results_dir": str(results.resolve()),
+                                               "figures_dir": str(Path(args.figures).resolve())},
+                                   kernel_name="python3", progress_bar=False, cwd=os.getcwd())
+    except PapermillExecutionError as exc:
+        error = ConfigError if exc.ename == "ConfigError" else MemlabError
+        raise error(f"paper notebook: {exc.ename}: {exc.evalue} (see {output})") from exc
+    print(f"paper: figures and tables in {args.figures}/ (notebook: {output})")
+    return status
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("jupyterlab") is None:
+        raise MissingDependencyError("JupyterLab is not installed: pip install 'memlab[lab]' "
+                                     "(or make lab)")
+    from memlab import grid
+
+    command = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={grid.NOTEBOOKS_DIR}",
+               f"--port={args.port}"] + (["--no-browser"] if args.no_browser else [])
+    return subprocess.call(command)
+
+
+def cmd_goodai_rescore(args: argparse.Namespace) -> int:
+    from memlab.bench.goodai import format_rescore_report, goodai_rescore
+
+    print(format_rescore_report(goodai_rescore(args.dir)))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from memlab.report import lab
+    from memlab.server import serve
+
+    llm = lab.make_llm(_settings_default(args.llm, "llm"))
+    agent = lab.make_agent(args.condition, llm=llm, workdir=args.workdir,
+                           embedder=lab.make_embedder(_settings_default(args.embedder,
+                                                                        "embedder")))
+    serve(agent, args.host, args.port, condition=args.condition)
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "grid": cmd_grid, "paper": cmd_paper, "lab": cmd_lab,
+            "goodai-rescore": cmd_goodai_rescore, "serve": cmd_serve}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``memlab`` command; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (ConfigError, MissingDependencyError, FileNotFoundError) as exc:
+        print(f"memlab {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except MemlabError as exc:
+        print(f"memlab {args.command}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"memlab {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

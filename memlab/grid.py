@@ -1,0 +1,275 @@
+"""The papermill grid: conditions x suites x spans x seeds, one notebook execution per cell.
+
+Each cell executes ``notebooks/condition.ipynb`` with its parameters. Paths follow from the
+parameters alone: the run lands in ``<results_dir>/<run_id>/`` and the executed notebook in
+``<results_dir>/notebooks/<run_id>.ipynb``, with ``run_id = <suite>-<condition>-<span>-s<seed>``.
+A cell whose manifest says ``complete`` is skipped, so a grid can be stopped and run again.
+
+Cells run on a local process pool by default, or on a Dask distributed cluster when a scheduler
+address (or ``MEMLAB_DASK_SCHEDULER``) is given. A kernel that fails to start is retried; an
+error inside the notebook is not (it would fail again) and is reported with the cell.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, field_validator
+from tqdm.auto import tqdm
+
+from memlab.errors import ConfigError, MissingDependencyError
+from memlab.memory.base import CONDITIONS
+
+NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+SUITES = ("ltm", "persona")
+
+
+class Cell(BaseModel):
+    """One grid cell: one condition on one suite at one span with one seed."""
+
+    condition: str
+    suite: str
+    span: int = Field(gt=0, description="memory span (ltm) or context length (persona), tokens")
+    seed: int = 0
+    llm: str = "local"
+    embedder: str = "minilm"
+    suite_options: dict[str, Any] = Field(default_factory=dict)
+    probes_sleep: bool = Field(False, description="run the Table 2 pre/post sleep protocol")
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.suite}-{self.condition}-{self.span}-s{self.seed}"
+
+    def parameters(self, results_dir: Path) -> dict[str, Any]:
+        """The papermill parameters of condition.ipynb for this cell."""
+        return self.model_dump() | {"out_dir": str(results_dir), "run_id": self.run_id}
+
+
+class GridSpec(BaseModel):
+    """A grid as data (see ``QUICK`` and ``FULL``; ``load_spec`` reads the same from YAML).
+
+    Attributes:
+        spans: per suite, the memory spans (ltm) or context lengths (persona) in tokens.
+        suite_options: per suite, extra generator options passed to the suite.
+        expected_minutes: wall-clock estimate on a 2-core machine with the local 0.5B model.
+    """
+
+    name: str
+    description: str = ""
+    conditions: list[str] = Field(default_factory=lambda: list(CONDITIONS))
+    suites: list[str] = Field(default_factory=lambda: list(SUITES))
+    spans: dict[str, list[int]]
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    suite_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    llm: str = "local"
+    embedder: str = "minilm"
+    sleep_probes: bool = Field(True, description="the sleep cells also run Table 2's protocol")
+    expected_minutes: float | None = None
+
+    @field_validator("conditions")
+    @classmethod
+    def _known_conditions(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(CONDITIONS))
+        if unknown:
+            raise ValueError(f"unknown condition(s) {unknown}; known: {', '.join(CONDITIONS)}")
+        return value
+
+    @field_validator("suites")
+    @classmethod
+    def _known_suites(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(SUITES))
+        if unknown:
+            raise ValueError(f"unknown suite(s) {unknown}; known: {', '.join(SUITES)}")
+        return value
+
+    def cells(self, **overrides: Any) -> list[Cell]:
+        """Every cell of the grid (``overrides``: llm / embedder replacing the spec's)."""
+        base = {"llm": self.llm, "embedder": self.embedder} | {
+            k: v for k, v in overrides.items() if v is not None}
+        missing = [suite for suite in self.suites if not self.spans.get(suite)]
+        if missing:
+            raise ConfigError(f"grid {self.name!r}: spans has no size for suite(s) {missing}")
+        return [Cell(condition=c, suite=s, span=span, seed=seed,
+                     suite_options=self.suite_options.get(s, {}),
+                     probes_sleep=self.sleep_probes and c == "sleep", **base)
+                for s in self.suites for span in self.spans[s]
+                for c in self.conditions for seed in self.seeds]
+
+
+QUICK = GridSpec(
+    name="quick",
+    description="All seven conditions on both suites at a small size, one seed (make paper).",
+    spans={"ltm": [1000], "persona": [2000]},
+    suite_options={"ltm": {"examples": 1}},
+    expected_minutes=15,
+)
+FULL = GridSpec(
+    name="full",
+    description=("The paper grid: LTM at spans 1k/4k/8k with 3 examples per test type, persona "
+                 "histories of 8k and 32k tokens, three seeds."),
+    spans={"ltm": [1000, 4000, 8000], "persona": [8000, 32000]},
+    seeds=[0, 1, 2],
+    suite_options={"ltm": {"examples": 3}},
+    expected_minutes=14 * 60,
+)
+SPECS = {"quick": QUICK, "full": FULL}
+
+
+def validate_spec(values: dict[str, Any], source: str) -> GridSpec:
+    """GridSpec from ``values``; a bad field raises ConfigError naming it and the rule."""
+    try:
+        return GridSpec.model_validate(values)
+    except ValidationError as exc:
+        fields = "; ".join(f"field {'.'.join(map(str, e['loc'])) or 'spec'!r}: {e['msg']}"
+                           for e in exc.errors())
+        raise ConfigError(f"grid spec {source}: {fields}") from exc
+
+
+def load_spec(name_or_path: str | Path) -> GridSpec:
+    """A built-in spec ("quick", "full") or a YAML file with GridSpec's fields."""
+    if str(name_or_path) in SPECS:
+        return SPECS[str(name_or_path)]
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise ConfigError(f"grid spec {str(name_or_path)!r}: not a built-in spec "
+                          f"({', '.join(SPECS)}) nor a YAML file")
+    try:
+        values = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"grid spec {path}: not valid YAML ({exc})") from exc
+    if not isinstance(values, dict):
+        raise ConfigError(f"grid spec {path}: expected a mapping of GridSpec fields")
+    return validate_spec(values, str(path))
+
+
+class CellResult(BaseModel):
+    run_id: str
+    status: Literal["complete", "skipped", "failed"]
+    seconds: float = 0.0
+    attempts: int = 0
+    notebook: str | None = None
+    error: str | None = None
+
+
+def is_complete(results_dir: Path, run_id: str) -> bool:
+    """Whether ``<results_dir>/<run_id>/manifest.json`` says the run is complete."""
+    manifest = Path(results_dir) / run_id / "manifest.json"
+    try:
+        return json.loads(manifest.read_text()).get("status") == "complete"
+    except (OSError, ValueError):
+        return False
+
+
+def _is_kernel_start_failure(exc: BaseException) -> bool:
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError | ConfigError | FileNotFoundError):
+        return False
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return isinstance(exc, TimeoutError | RuntimeError | OSError) or "kernel" in text
+
+
+def execute_cell(cell: Cell, results_dir: str, notebook: str, kernel_name: str = "python3",
+                 retries: int = 2, start_timeout: float = 60) -> CellResult:
+    """Execute condition.ipynb for one cell (skipped when its run is already complete)."""
+    import papermill
+
+    results = Path(results_dir)
+    if is_complete(results, cell.run_id):
+        return CellResult(run_id=cell.run_id, status="skipped")
+    output = results / "notebooks" / f"{cell.run_id}.ipynb"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    start, attempt = time.perf_counter(), 0
+    while True:
+        attempt += 1
+        try:
+            papermill.execute_notebook(notebook, str(output), parameters=cell.parameters(results),
+                                       kernel_name=kernel_name, progress_bar=False,
+                                       start_timeout=start_timeout, cwd=os.getcwd())
+            return CellResult(run_id=cell.run_id, status="complete", attempts=attempt,
+                              seconds=time.perf_counter() - start, notebook=str(output))
+        except Exception as exc:  # noqa: BLE001 - every failure is reported with its cell
+            if attempt <= retries and _is_kernel_start_failure(exc):
+                time.sleep(min(2 ** attempt, 10))
+                continue
+            return CellResult(run_id=cell.run_id, status="failed", attempts=attempt,
+                              seconds=time.perf_counter() - start, notebook=str(output),
+                              error=_short_error(exc))
+
+
+def _short_error(exc: BaseException) -> str:
+    ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
+    if ename:
+        return f"{ename}: {evalue}"
+    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+
+
+def default_workers(cells: list[Cell]) -> int:
+    """1 when any cell runs the in-process local model (one copy in RAM, 2 cores), else 2."""
+    return 1 if any(cell.llm == "local" for cell in cells) else 2
+
+
+def _pool_map(task: Callable, cells: list[Cell], workers: int) -> Iterable[CellResult]:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [pool.submit(task, cell) for cell in cells]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def _dask_map(task: Callable, cells: list[Cell], scheduler: Any) -> Iterable[CellResult]:
+    try:
+        from dask.distributed import Client, as_completed as dask_completed
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "a Dask scheduler was given but dask.distributed is not installed: "
+            "pip install 'memlab[dask]'") from exc
+    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    try:
+        futures = client.map(task, cells, pure=False)
+        for future in dask_completed(futures):
+            yield future.result()
+    finally:
+        if client is not scheduler:
+            client.close()
+
+
+def run_grid(cells: list[Cell], results_dir: str | Path, *, notebook: str | Path | None = None,
+             workers: int | None = None, scheduler: Any = None, kernel_name: str = "python3",
+             retries: int = 2, progress: bool = True) -> list[CellResult]:
+    """Run every cell; return one CellResult per cell, in the order given.
+
+    Args:
+        workers: local processes (default: ``default_workers``); ignored with a scheduler.
+        scheduler: a Dask scheduler address, a ``dask.distributed.Client``, or None for
+            ``MEMLAB_DASK_SCHEDULER`` (unset: the local pool).
+    """
+    from functools import partial
+
+    results = Path(results_dir).resolve()
+    notebook = Path(notebook or NOTEBOOKS_DIR / "condition.ipynb").resolve()
+    if not notebook.is_file():
+        raise ConfigError(f"notebook {str(notebook)!r}: no such file")
+    task = partial(execute_cell, results_dir=str(results), notebook=str(notebook),
+                   kernel_name=kernel_name, retries=retries)
+    scheduler = scheduler or os.environ.get("MEMLAB_DASK_SCHEDULER") or None
+    todo = [c for c in cells if not is_complete(results, c.run_id)]
+    done = {c.run_id: CellResult(run_id=c.run_id, status="skipped") for c in cells
+            if c not in todo}
+    bar = tqdm(total=len(cells), initial=len(done), desc="grid", unit="cell", disable=not progress)
+    stream = (_dask_map(task, todo, scheduler) if scheduler
+              else _pool_map(task, todo, workers or default_workers(todo)))
+    for result in (stream if todo else ()):
+        done[result.run_id] = result
+        bar.update(1)
+        bar.set_postfix(failed=sum(r.status == "failed" for r in done.values()))
+    bar.close()
+    return [done[c.run_id] for c in cells]

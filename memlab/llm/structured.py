@@ -1,0 +1,125 @@
+"""complete_json: a pydantic model from a chat model, robust to the JSON small models write.
+
+Asks for JSON (constraining generation where the backend can), extracts and repairs the JSON,
+validates it, re-asks with the validation error, and raises ``StructuredOutputError`` (with the
+raw text) when every attempt fails. Bad model output never raises anything else.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from memlab.errors import StructuredOutputError
+from memlab.llm.base import LLMClient, Message, as_messages
+from memlab.llm.repair import parse_json_lenient
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def prompt_schema(model_cls: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema without pydantic's ``title`` annotations (fewer prompt tokens)."""
+    return _drop_titles(model_cls.model_json_schema())
+
+
+def _drop_titles(node: Any, *, in_properties: bool = False) -> Any:
+    if isinstance(node, dict):
+        return {k: _drop_titles(v, in_properties=(k == "properties" and not in_properties))
+                for k, v in node.items()
+                if in_properties or not (k == "title" and isinstance(v, str))}
+    if isinstance(node, list):
+        return [_drop_titles(v) for v in node]
+    return node
+
+
+def json_instruction(schema: dict[str, Any]) -> str:
+    return ("Reply with only a JSON object, no prose and no code fence, that matches this "
+            "JSON schema:\n" + json.dumps(schema, separators=(",", ":")))
+
+
+def with_instruction(messages: list[Message], instruction: str) -> list[Message]:
+    """``messages`` with ``instruction`` appended to the last user message (or as a new one)."""
+    msgs = list(messages)
+    if msgs and msgs[-1].role == "user":
+        last = msgs[-1]
+        msgs[-1] = Message(role="user", content=f"{last.content}\n\n{instruction}")
+    else:
+        msgs.append(Message(role="user", content=instruction))
+    return msgs
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:6]:
+        where = ".".join(str(p) for p in item["loc"]) or "(root)"
+        parts.append(f"{where}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def parse_model(text: str, model_cls: type[M]) -> M:
+    """Extract, repair and validate ``text`` as ``model_cls``.
+
+    Raises:
+        StructuredOutputError: no valid instance could be recovered (message says why).
+    """
+    try:
+        data = parse_json_lenient(text)
+    except Exception as exc:  # any failure of the repair is bad output, never a crash
+        raise StructuredOutputError(f"not JSON: {exc}", raw_text=text) from exc
+    error: ValidationError | None = None
+    for candidate in _shapes(data):
+        try:
+            return model_cls.model_validate(candidate)
+        except ValidationError as exc:
+            error = error or exc
+        except Exception as exc:  # a validator of the model raising something else
+            raise StructuredOutputError(f"invalid: {exc}", raw_text=text) from exc
+    message = _describe(error) if error else "empty"
+    raise StructuredOutputError(f"invalid {model_cls.__name__}: {message}", raw_text=text)
+
+
+def _shapes(data: Any) -> list[Any]:
+    """``data`` and the shapes it may be wrapped in (a one-key envelope, a one-item list)."""
+    shapes = [data]
+    if isinstance(data, dict) and len(data) == 1:
+        inner = next(iter(data.values()))
+        if isinstance(inner, dict):
+            shapes.append(inner)
+    if isinstance(data, list) and len(data) == 1 and isinstance(data[0], dict):
+        shapes.append(data[0])
+    return shapes
+
+
+def complete_json(client: LLMClient, messages: list[Message] | list[dict[str, str]],
+                  model_cls: type[M], *, max_retries: int = 2, max_tokens: int = 512,
+                  temperature: float = 0.0) -> M:
+    """Ask ``client`` for an instance of ``model_cls``.
+
+    Args:
+        messages: the request; a JSON instruction with the schema is appended to it.
+        max_retries: re-asks after the first attempt, each quoting the validation error.
+
+    Raises:
+        StructuredOutputError: every attempt failed; ``raw_text`` is the last reply and
+            ``errors`` has one message per attempt.
+        LLMError: the model call itself failed (raised by the client).
+    """
+    schema = prompt_schema(model_cls)
+    convo = with_instruction(as_messages(messages), json_instruction(schema))
+    errors: list[str] = []
+    raw = ""
+    for _ in range(max_retries + 1):
+        raw = client.complete(convo, max_tokens=max_tokens, temperature=temperature,
+                              json_schema=schema).text
+        try:
+            return parse_model(raw, model_cls)
+        except StructuredOutputError as exc:
+            errors.append(str(exc))
+        convo = [*convo, Message(role="assistant", content=raw), Message(
+            role="user", content=f"That reply was not valid ({errors[-1]}). "
+                                 "Reply again with only the corrected JSON object.")]
+    raise StructuredOutputError(
+        f"{model_cls.__name__}: no valid JSON after {len(errors)} attempts; last error: "
+        f"{errors[-1]}", raw_text=raw, errors=errors)

@@ -1,0 +1,122 @@
+"""hybrid: the long-term store of distilled facts and the ConsolidationAgent that fills it (DD-01).
+
+A newer fact about the same subject supersedes the older one: both stay stored, linked by
+``supersedes`` / ``superseded_by``; recall only searches current facts. Archived shared
+workspaces land here too (kind "event"). Facts live in SQLite with their embeddings in NumPy
+(the engine of the sleep stores), so a promotion costs no vector-database write.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from memlab.memory.hybrid_extract import PromotionCandidate, subject_key
+from memlab.models.operating import PersonalMemoryState
+from memlab.stores.records import ScopedRecordStore
+
+
+class DistilledFact(BaseModel):
+    """One fact in long-term memory."""
+
+    id: str
+    subject: str = Field(description="normalised subject (the supersession key)")
+    content: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    kind: Literal["fact", "event"] = "fact"
+    source: str = Field("llm", description="llm, rules or workspace")
+    turn_number: int = 0
+    timestamp: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    supersedes: str = Field("", description="id of the fact this one replaced")
+    superseded_by: str = Field("", description="id of the newer fact ('' while current)")
+
+
+class DistilledFactStore(ScopedRecordStore[DistilledFact]):
+    """Distilled facts of one scope (SQLite + embeddings); only current facts are recalled.
+
+    Args:
+        path_or_workdir: the run folder (shares ``sleep_memory.sqlite``) or a ``.sqlite`` file.
+        scope: whose facts these are.
+        embedder: for similarity search.
+    """
+
+    table = "distilled_facts"
+    model = DistilledFact
+
+    def text_of(self, record: DistilledFact) -> str:
+        return record.content
+
+    def recallable(self, record: DistilledFact) -> bool:
+        return not record.superseded_by
+
+    def reload(self) -> None:
+        super().reload()
+        self._current = {f.subject: f.id for f in self._records if not f.superseded_by}
+
+    def current_id(self, subject: str) -> str | None:
+        """Id of the current fact on ``subject`` (normalised), if any."""
+        return self._current.get(subject)
+
+    def add_fact(self, fact: DistilledFact) -> DistilledFact:
+        """Store ``fact``; the current fact on its subject, if any, is superseded (kept)."""
+        with self._lock:
+            old_id = self.current_id(fact.subject)
+            if old_id and old_id != fact.id:
+                fact = fact.model_copy(update={"supersedes": old_id})
+            self._insert([fact])
+            if fact.supersedes:
+                self._modify([old_id], lambda old: setattr(old, "superseded_by", fact.id))
+            self._current[fact.subject] = fact.id
+            return fact
+
+    def relevant(self, query: str, k: int) -> list[tuple[DistilledFact, float]]:
+        """Current (not superseded) facts most similar to ``query``, best first."""
+        return self.search(query, k) if self.count() else []
+
+    def history(self, fact_id: str) -> list[DistilledFact]:
+        """The fact and every fact it superseded, newest first (follows ``supersedes``)."""
+        chain, seen = [], set()
+        fact = self.get(fact_id)
+        while fact is not None and fact.id not in seen:
+            chain.append(fact)
+            seen.add(fact.id)
+            fact = self.get(fact.supersedes) if fact.supersedes else None
+        return chain
+
+
+class ConsolidationAgent:
+    """Promotes staged candidates of a PersonalMemoryState into the distilled-fact store.
+
+    Args:
+        store: the long-term store.
+        promote_threshold: candidates with at least this confidence are promoted.
+        max_pending: candidates below the threshold kept staged (oldest dropped first).
+    """
+
+    def __init__(self, store: DistilledFactStore, *, promote_threshold: float = 0.7,
+                 max_pending: int = 20):
+        self.store = store
+        self.promote_threshold = promote_threshold
+        self.max_pending = max_pending
+
+    def run(self, state: PersonalMemoryState) -> list[DistilledFact]:
+        """Promote, in staging order, every candidate at or above the threshold; mutates ``state``."""
+        promoted, pending = [], {}
+        for key in sorted(state.promotion_candidates):
+            staged = state.promotion_candidates[key]
+            candidate = PromotionCandidate.model_validate(
+                {k: staged[k] for k in ("subject", "content", "confidence", "extractor")})
+            if candidate.confidence < self.promote_threshold:
+                pending[key] = staged
+                continue
+            fact = DistilledFact(
+                id=staged["id"], subject=subject_key(candidate.subject) or candidate.subject,
+                content=candidate.content, confidence=candidate.confidence,
+                source=candidate.extractor, turn_number=staged.get("turn_number", 0),
+                timestamp=staged.get("timestamp") or datetime.now(UTC))
+            promoted.append(self.store.add_fact(fact))
+        keep = sorted(pending)[-self.max_pending:] if self.max_pending else []
+        state.promotion_candidates = {key: pending[key] for key in keep}
+        return promoted

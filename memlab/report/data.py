@@ -1,0 +1,128 @@
+"""Read every run under a results folder into tidy pandas frames (what figures plot).
+
+A run is a folder holding ``manifest.json``, ``turns.jsonl`` and ``scores.jsonl`` (the format the
+runner writes). Runs may sit at any depth under the results folder; runs whose manifest status is
+not ``complete`` are left out unless asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memlab.errors import ConfigError
+from memlab.memory.base import CONDITIONS
+
+SPAN_KEYS = ("span", "memory_span", "target_tokens", "context_tokens", "context_length", "size",
+             "tokens")
+RUN_COLUMNS = ["run_id", "condition", "suite", "seed", "span", "status", "provider", "model"]
+ANSWERED = ("needle", "question")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSON-lines file ([] when it does not exist); a torn last line is ignored."""
+    if not path.exists():
+        return []
+    rows, lines = [], path.read_text().splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if number == len(lines):
+                break  # a run killed mid-write leaves at most one torn line
+            raise ConfigError(f"{path}: line {number} is not JSON ({exc.msg})") from exc
+    return rows
+
+
+def span_of(manifest: dict[str, Any]) -> int | None:
+    """The memory span (LTM) or context length (persona) of a run, in tokens."""
+    params = manifest.get("suite_params") or {}
+    for key in SPAN_KEYS:
+        if params.get(key) is not None:
+            return int(params[key])
+    return None
+
+
+def run_dirs(results_dir: str | Path) -> list[Path]:
+    """Every folder under ``results_dir`` that holds a ``manifest.json``, sorted."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise ConfigError(f"results_dir {str(root)!r}: no such folder")
+    return sorted(p.parent for p in root.rglob("manifest.json"))
+
+
+def run_row(manifest: dict[str, Any], path: Path) -> dict[str, Any]:
+    llm = manifest.get("llm") or {}
+    return {"run_id": manifest.get("run_id", path.name), "condition": manifest.get("condition"),
+            "suite": manifest.get("suite"), "seed": manifest.get("seed"),
+            "span": span_of(manifest), "status": manifest.get("status"),
+            "provider": llm.get("provider"), "model": llm.get("model"), "path": str(path)}
+
+
+def load_manifests(results_dir: str | Path, *, complete_only: bool = True) -> list[dict]:
+    """The manifests of the runs under ``results_dir`` (each with its ``path`` added)."""
+    manifests = []
+    for path in run_dirs(results_dir):
+        manifest = json.loads((path / "manifest.json").read_text())
+        if complete_only and manifest.get("status") != "complete":
+            continue
+        manifests.append(manifest | {"path": str(path)})
+    return manifests
+
+
+def runs_frame(results_dir: str | Path, *, complete_only: bool = True) -> pd.DataFrame:
+    """One row per run: run_id, condition, suite, seed, span, status, provider, model, path."""
+    rows = [run_row(m, Path(m["path"])) for m in load_manifests(results_dir,
+                                                                 complete_only=complete_only)]
+    return order_conditions(pd.DataFrame(rows, columns=RUN_COLUMNS + ["path"]))
+
+
+def _joined(results_dir: str | Path, filename: str) -> pd.DataFrame:
+    frames = []
+    for run in runs_frame(results_dir).to_dict("records"):
+        rows = read_jsonl(Path(run["path"]) / filename)
+        if rows:
+            frame = pd.DataFrame(rows)
+            for column in RUN_COLUMNS:
+                frame[column] = run[column]
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RUN_COLUMNS)
+
+
+def turns_frame(results_dir: str | Path) -> pd.DataFrame:
+    """Every turn of every complete run, with the run's columns added."""
+    frame = _joined(results_dir, "turns.jsonl")
+    if "phase" not in frame:
+        frame["phase"] = "main"
+    return order_conditions(frame.fillna({"phase": "main"}))
+
+
+def scores_frame(results_dir: str | Path) -> pd.DataFrame:
+    """Every TestScore of every complete run, with ``fraction`` = score / max_score."""
+    frame = _joined(results_dir, "scores.jsonl")
+    if "phase" not in frame:
+        frame["phase"] = "main"
+    frame = frame.fillna({"phase": "main"})
+    if len(frame):
+        frame["fraction"] = frame["score"].astype(float) / frame["max_score"].astype(float)
+    return order_conditions(frame)
+
+
+def order_conditions(frame: pd.DataFrame) -> pd.DataFrame:
+    """Make ``condition`` a categorical in the paper's order (CONDITIONS), so plots agree."""
+    if "condition" in frame and len(frame):
+        known = list(CONDITIONS) + sorted(set(frame["condition"].dropna()) - set(CONDITIONS))
+        frame["condition"] = pd.Categorical(frame["condition"], categories=known, ordered=True)
+    return frame
+
+
+def answered(turns: pd.DataFrame, phase: str = "main") -> pd.DataFrame:
+    """The turns the model answered (needles and questions) in ``phase``."""
+    if turns.empty:
+        return turns
+    return turns[turns["kind"].isin(ANSWERED) & (turns["phase"] == phase)]

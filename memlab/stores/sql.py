@@ -1,0 +1,348 @@
+"""Relational store for the taskforce agent (seed 004) on SQLAlchemy 2.
+
+SQLite file by default; PostgreSQL (JSONB columns, psycopg 3) when a ``postgresql://`` URL is
+given (``MEMLAB_SQL_URL``). Tables: sessions, states, todolists, execution_history, lessons (the
+seed's Memory). States are versioned snapshots with optimistic locking: a State is saved only if
+its version is exactly one more than the stored latest; otherwise :class:`VersionConflictError`
+is raised and nothing is written (a unique (session_id, version) key settles races).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+
+from memlab.config import Settings, get_settings
+from memlab.errors import ConfigError, StoreError, StoreUnavailableError, VersionConflictError
+from memlab.models.taskforce import ExecutionHistory, Lesson, Session, State, TodoList
+
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+TIME = DateTime(timezone=True)
+metadata = MetaData()
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("session_id", String(64), primary_key=True),
+    Column("user_id", String(255), index=True),
+    Column("mission", Text, nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("profile", String(32), nullable=False),
+    Column("created_at", TIME, nullable=False),
+    Column("updated_at", TIME, nullable=False),
+)
+states = Table(
+    "states",
+    metadata,
+    Column("state_id", Integer, primary_key=True, autoincrement=True),
+    Column("session_id", String(64), ForeignKey("sessions.session_id"), nullable=False),
+    Column("state_json", JSONType, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("timestamp", TIME, nullable=False),
+    UniqueConstraint("session_id", "version", name="uq_state_version"),
+)
+todolists = Table(
+    "todolists",
+    metadata,
+    Column("todolist_id", String(64), primary_key=True),
+    Column("session_id", String(64), ForeignKey("sessions.session_id"), nullable=False, index=True),
+    Column("mission", Text, nullable=False),
+    Column("items", JSONType, nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("created_at", TIME, nullable=False),
+    Column("updated_at", TIME, nullable=False),
+)
+execution_history = Table(
+    "execution_history",
+    metadata,
+    Column("history_id", Integer, primary_key=True, autoincrement=True),
+    Column("session_id", String(64), ForeignKey("sessions.session_id"), nullable=False, index=True),
+    Column("step_id", Integer, nullable=False),
+    Column("thought", Text),
+    Column("action", Text),
+    Column("observation", Text),
+    Column("timestamp", TIME, nullable=False),
+)
+lessons = Table(
+    "lessons",
+    metadata,
+    Column("memory_id", String(64), primary_key=True),
+    Column("context", Text, nullable=False),
+    Column("what_failed", Text),
+    Column("what_worked", Text, nullable=False),
+    Column("lesson", Text, nullable=False),
+    Column("tool_name", String(255), index=True),
+    Column("confidence", Float, nullable=False),
+    Column("created_at", TIME, nullable=False),
+)
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def make_engine(url: str | None = None, path: str | Path | None = None) -> Engine:
+    """Engine for ``url`` (PostgreSQL via psycopg 3, or any SQLAlchemy URL), else SQLite ``path``."""
+    if not url:
+        if path is None:
+            raise ConfigError("sql store: give a SQLite file path or a URL (MEMLAB_SQL_URL)")
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite:///{Path(path)}"
+    if url.startswith(("postgres://", "postgresql://")):
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    kwargs: dict[str, Any] = {"pool_pre_ping": True}
+    if url.startswith("postgresql"):
+        kwargs["connect_args"] = {"connect_timeout": 5}
+    elif url.startswith("sqlite"):
+        kwargs["connect_args"] = {"timeout": 30}
+    try:
+        engine = create_engine(url, **kwargs)
+    except (SQLAlchemyError, ImportError, ValueError) as exc:
+        raise ConfigError(f"sql_url: cannot use {url.split('@')[-1]!r}: {exc}") from exc
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.close()
+
+
+class SqlStore:
+    """Repository for sessions, versioned states, todo lists, execution history and lessons.
+
+    Args:
+        url: SQLAlchemy URL (``MEMLAB_SQL_URL``); PostgreSQL uses JSONB columns.
+        path: SQLite file used when no URL is given.
+    """
+
+    def __init__(self, url: str | None = None, *, path: str | Path | None = None):
+        self.engine = make_engine(url, path)
+        self.url = self.engine.url.render_as_string(hide_password=True)
+        with self._tx() as conn:
+            metadata.create_all(conn)
+
+    @classmethod
+    def from_settings(cls, workdir: str | Path, settings: Settings | None = None) -> SqlStore:
+        """PostgreSQL when ``MEMLAB_SQL_URL`` is set, else ``<workdir>/taskforce.sqlite``."""
+        url = (settings or get_settings()).sql_url
+        return cls(url, path=Path(workdir) / "taskforce.sqlite")
+
+    @contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except OperationalError as exc:
+            raise self._operational(exc) from exc
+        except IntegrityError as exc:
+            raise StoreError(f"database at {self.url}: integrity: {exc.orig}") from exc
+
+    def _operational(self, exc: OperationalError) -> StoreError:
+        if "connect" in str(exc).lower():
+            return StoreUnavailableError(f"database at {self.url} is unavailable: {exc}")
+        return StoreError(f"database at {self.url}: {exc}")
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- sessions ------------------------------------------------------------------------------
+    def save_session(self, session: Session) -> Session:
+        """Insert or update a session (sets ``updated_at``)."""
+        row = session.touch().model_dump(mode="python")
+        with self._tx() as conn:
+            exists = conn.execute(
+                select(sessions.c.session_id).where(sessions.c.session_id == session.session_id)
+            ).first()
+            if exists:
+                conn.execute(
+                    update(sessions)
+                    .where(sessions.c.session_id == session.session_id)
+                    .values(**row)
+                )
+            else:
+                conn.execute(insert(sessions).values(**row))
+        return session
+
+    def get_session(self, session_id: str) -> Session | None:
+        with self._tx() as conn:
+            row = conn.execute(select(sessions).where(sessions.c.session_id == session_id)).first()
+        return None if row is None else Session.model_validate(row._asdict())
+
+    def list_sessions(self, user_id: str | None = None, status: str | None = None) -> list[Session]:
+        query = select(sessions).order_by(sessions.c.created_at)
+        if user_id is not None:
+            query = query.where(sessions.c.user_id == user_id)
+        if status is not None:
+            query = query.where(sessions.c.status == str(status))
+        with self._tx() as conn:
+            return [Session.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    # --- states (optimistic locking) -----------------------------------------------------------
+    def save_state(self, state: State) -> State:
+        """Store a new snapshot whose ``version`` is the stored latest + 1 (1 for the first).
+
+        Raises:
+            VersionConflictError: the version is stale (or taken concurrently); nothing written.
+            StoreError: the session does not exist.
+        """
+        row = state.model_dump(mode="json", exclude={"state_id"})
+        row["timestamp"] = state.timestamp
+        try:
+            with self.engine.begin() as conn:
+                current = self._latest_version(conn, state.session_id)
+                if state.version != current + 1:
+                    raise VersionConflictError(
+                        f"state of session {state.session_id!r}: version {state.version} is "
+                        f"stale; stored version is {current}, so the next must be {current + 1}"
+                    )
+                state_id = conn.execute(insert(states).values(**row)).inserted_primary_key[0]
+        except IntegrityError as exc:
+            if self.get_session(state.session_id) is None:
+                raise StoreError(f"state: session {state.session_id!r} does not exist") from exc
+            raise VersionConflictError(
+                f"state of session {state.session_id!r}: version {state.version} was written "
+                "concurrently by another writer"
+            ) from exc
+        except OperationalError as exc:
+            if "locked" in str(exc).lower():  # SQLite: another writer committed first
+                raise VersionConflictError(
+                    f"state of session {state.session_id!r}: version {state.version} raced "
+                    "another writer"
+                ) from exc
+            raise self._operational(exc) from exc
+        return state.model_copy(update={"state_id": state_id})
+
+    @staticmethod
+    def _latest_version(conn: Connection, session_id: str) -> int:
+        query = select(func.max(states.c.version)).where(states.c.session_id == session_id)
+        return conn.execute(query).scalar() or 0
+
+    def latest_state(self, session_id: str) -> State | None:
+        query = (
+            select(states)
+            .where(states.c.session_id == session_id)
+            .order_by(states.c.version.desc())
+            .limit(1)
+        )
+        with self._tx() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else State.model_validate(row._asdict())
+
+    def list_states(self, session_id: str) -> list[State]:
+        query = select(states).where(states.c.session_id == session_id).order_by(states.c.version)
+        with self._tx() as conn:
+            return [State.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    # --- todo lists ----------------------------------------------------------------------------
+    def save_todolist(self, todolist: TodoList) -> TodoList:
+        """Insert or update a plan (items stored as JSON; sets ``updated_at``)."""
+        row = todolist.touch().model_dump(mode="json")
+        row["created_at"], row["updated_at"] = todolist.created_at, todolist.updated_at
+        key = todolists.c.todolist_id == todolist.todolist_id
+        with self._tx() as conn:
+            if conn.execute(select(todolists.c.todolist_id).where(key)).first():
+                conn.execute(update(todolists).where(key).values(**row))
+            else:
+                conn.execute(insert(todolists).values(**row))
+        return todolist
+
+    def get_todolist(self, todolist_id: str) -> TodoList | None:
+        with self._tx() as conn:
+            row = conn.execute(
+                select(todolists).where(todolists.c.todolist_id == todolist_id)
+            ).first()
+        return None if row is None else TodoList.model_validate(row._asdict())
+
+    def list_todolists(self, session_id: str) -> list[TodoList]:
+        query = (
+            select(todolists)
+            .where(todolists.c.session_id == session_id)
+            .order_by(todolists.c.created_at)
+        )
+        with self._tx() as conn:
+            return [TodoList.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    # --- execution history ---------------------------------------------------------------------
+    def append_history(self, entry: ExecutionHistory) -> ExecutionHistory:
+        """Append one ReAct step; returns it with its ``history_id``."""
+        row = entry.model_dump(exclude={"history_id"})
+        with self._tx() as conn:
+            new_id = conn.execute(insert(execution_history).values(**row)).inserted_primary_key[0]
+        return entry.model_copy(update={"history_id": new_id})
+
+    def list_history(self, session_id: str) -> list[ExecutionHistory]:
+        query = (
+            select(execution_history)
+            .where(execution_history.c.session_id == session_id)
+            .order_by(execution_history.c.step_id, execution_history.c.history_id)
+        )
+        with self._tx() as conn:
+            return [ExecutionHistory.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    # --- lessons -------------------------------------------------------------------------------
+    def add_lesson(self, lesson: Lesson) -> str:
+        with self._tx() as conn:
+            conn.execute(insert(lessons).values(**lesson.model_dump()))
+        return lesson.memory_id
+
+    def get_lesson(self, memory_id: str) -> Lesson | None:
+        with self._tx() as conn:
+            row = conn.execute(select(lessons).where(lessons.c.memory_id == memory_id)).first()
+        return None if row is None else Lesson.model_validate(row._asdict())
+
+    def search_lessons(
+        self,
+        tool_name: str | None = None,
+        context: str | None = None,
+        k: int = 5,
+        min_confidence: float = 0.0,
+    ) -> list[Lesson]:
+        """Lessons for ``tool_name`` (exact) and/or similar to ``context`` (shared words).
+
+        Ranked by the number of the context's words found in the lesson's context, lesson and
+        what_worked, then confidence. With a context, lessons sharing no word are left out.
+        """
+        query = select(lessons).where(lessons.c.confidence >= min_confidence)
+        if tool_name is not None:
+            query = query.where(lessons.c.tool_name == tool_name)
+        with self._tx() as conn:
+            found = [Lesson.model_validate(r._asdict()) for r in conn.execute(query)]
+        wanted = set(_WORD.findall((context or "").lower()))
+
+        def overlap(item: Lesson) -> int:
+            text = f"{item.context} {item.lesson} {item.what_worked}".lower()
+            return len(wanted & set(_WORD.findall(text)))
+
+        scored = [(overlap(item), item) for item in found]
+        if wanted:
+            scored = [(s, item) for s, item in scored if s > 0]
+        scored.sort(key=lambda pair: (pair[0], pair[1].confidence), reverse=True)
+        return [item for _, item in scored[:k]]

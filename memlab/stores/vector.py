@@ -1,0 +1,218 @@
+"""Vector store on chromadb: PersistentClient in a folder by default, HttpClient for a server.
+
+Isolation: one collection per (namespace, scope), named from a hash of the scope; every
+document also carries its scope in metadata and hits from another scope are dropped. Embeddings
+are computed by memlab's embedder and passed to chroma precomputed, so chroma's own default
+embedder (which downloads a model) is never used. Telemetry is off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+
+from memlab.config import Settings, get_settings
+from memlab.embed.base import Embedder
+from memlab.errors import ConfigError, MissingDependencyError, StoreError, StoreUnavailableError
+from memlab.stores.base import SCOPE_FIELD, VectorHit, VectorStore
+
+try:
+    import chromadb
+    from chromadb.api.types import EmbeddingFunction
+    from chromadb.config import Settings as ChromaSettings
+except ImportError:  # pragma: no cover - chromadb is a core dependency
+    chromadb = None
+    EmbeddingFunction = object  # type: ignore[assignment,misc]
+
+
+class MemlabEmbeddingFunction(EmbeddingFunction):  # type: ignore[misc,valid-type]
+    """Adapts a memlab :class:`Embedder` to chroma's embedding-function protocol."""
+
+    def __init__(self, embedder: Embedder):
+        self.embedder = embedder
+
+    def __call__(self, input):  # noqa: A002 - chroma's parameter name
+        return list(self.embedder.embed(list(input)))
+
+    @staticmethod
+    def name() -> str:
+        return "memlab"
+
+    def get_config(self) -> dict[str, Any]:
+        return {"embedder": self.embedder.name, "dim": self.embedder.dim}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> MemlabEmbeddingFunction:
+        from memlab.embed.base import get_embedder
+
+        key = "hashing" if str(config.get("embedder", "")).startswith("hashing") else "minilm"
+        return MemlabEmbeddingFunction(get_embedder(key))
+
+    def default_space(self) -> str:
+        return "cosine"
+
+
+def collection_name(namespace: str, scope: str) -> str:
+    """A valid chroma collection name for ``scope`` (any string) inside ``namespace``."""
+    digest = hashlib.blake2b(scope.encode(), digest_size=10).hexdigest()
+    return f"{namespace}-{digest}"
+
+
+def make_client(*, path: str | Path | None = None, url: str | None = None):
+    """Return a chroma client: HttpClient for ``url``, else PersistentClient in ``path``."""
+    if chromadb is None:
+        raise MissingDependencyError("chromadb is not installed; run: pip install chromadb==1.5.9")
+    settings = ChromaSettings(anonymized_telemetry=False)
+    if url:
+        parsed = urlparse(url if "://" in url else f"http://{url}")
+        if not parsed.hostname:
+            raise ConfigError(f"chroma_url: {url!r} is not a URL like http://127.0.0.1:8000")
+        port = parsed.port or (443 if parsed.scheme == "https" else 8000)
+        try:
+            return chromadb.HttpClient(
+                host=parsed.hostname, port=port, ssl=parsed.scheme == "https", settings=settings
+            )
+        except Exception as exc:  # chroma raises ValueError/ConnectionError variants
+            raise StoreUnavailableError(f"chroma server at {url} unreachable: {exc}") from exc
+    if path is None:
+        raise ConfigError("vector store: give a folder (path) or a server URL (MEMLAB_CHROMA_URL)")
+    Path(path).mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(path), settings=settings)
+
+
+class ChromaVectorStore(VectorStore):
+    """chromadb-backed :class:`VectorStore` for one scope.
+
+    Args:
+        scope: user or agent id the store is bound to.
+        embedder: memlab embedder used for documents and queries.
+        path: folder of the embedded PersistentClient (ignored when ``url`` is given).
+        url: chroma server URL (``MEMLAB_CHROMA_URL``); switches to HttpClient.
+        namespace: collection prefix (e.g. ``goodai_ltm_full_history``).
+        client: an existing chroma client to share between scopes.
+    """
+
+    def __init__(
+        self,
+        scope: str,
+        embedder: Embedder,
+        *,
+        path: str | Path | None = None,
+        url: str | None = None,
+        namespace: str = "memlab",
+        client: Any = None,
+    ):
+        if not scope or not scope.strip():
+            raise ConfigError("scope: must be a non-empty user or agent id")
+        self.scope, self.embedder, self.url = scope, embedder, url
+        self.where_shown = url or str(path)
+        self.client = client if client is not None else make_client(path=path, url=url)
+        self.collection = self._call(
+            self.client.get_or_create_collection,
+            name=collection_name(namespace, scope),
+            metadata={"hnsw:space": "cosine", SCOPE_FIELD: scope, "embedder": embedder.name},
+            embedding_function=MemlabEmbeddingFunction(embedder),
+        )
+
+    @classmethod
+    def from_settings(
+        cls,
+        scope: str,
+        embedder: Embedder,
+        workdir: str | Path,
+        settings: Settings | None = None,
+        **kwargs: Any,
+    ) -> ChromaVectorStore:
+        """A server when ``MEMLAB_CHROMA_URL`` is set, else embedded in ``<workdir>/chroma``."""
+        url = (settings or get_settings()).chroma_url
+        return cls(scope, embedder, path=Path(workdir) / "chroma", url=url, **kwargs)
+
+    def _call(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (ConfigError, StoreError):
+            raise
+        except Exception as exc:
+            kind = type(exc).__name__
+            if "connect" in kind.lower() or "connect" in str(exc).lower():
+                raise StoreUnavailableError(f"chroma at {self.where_shown}: {exc}") from exc
+            raise StoreError(f"chroma at {self.where_shown}: {kind}: {exc}") from exc
+
+    def add(self, ids, texts, metadatas=None) -> None:
+        if len(ids) != len(texts) or (metadatas is not None and len(metadatas) != len(ids)):
+            raise ConfigError("add: ids, texts and metadatas must have the same length")
+        if not ids:
+            return
+        metas = [{**(m or {}), SCOPE_FIELD: self.scope} for m in (metadatas or [{}] * len(ids))]
+        vectors = self.embedder.embed(list(texts))
+        self._call(
+            self.collection.upsert,
+            ids=list(ids),
+            documents=list(texts),
+            embeddings=vectors,
+            metadatas=metas,
+        )
+
+    def query(self, text, k=5, where=None) -> list[VectorHit]:
+        if k < 1:
+            raise ConfigError(f"k: must be >= 1, got {k}")
+        vector = self.embedder.embed([text])
+        result = self._call(
+            self.collection.query,
+            query_embeddings=vector,
+            n_results=k,
+            where=_scoped_where(where),
+            include=["documents", "metadatas", "distances"],
+        )
+        rows = zip(
+            result["ids"][0],
+            result["documents"][0],
+            result["metadatas"][0],
+            result["distances"][0],
+            strict=True,
+        )
+        return [
+            VectorHit(
+                id=i,
+                text=doc or "",
+                metadata=_public(meta),
+                similarity=float(np.clip(1.0 - dist, 0.0, 1.0)),
+            )
+            for i, doc, meta, dist in rows
+            if (meta or {}).get(SCOPE_FIELD) == self.scope
+        ]
+
+    def get(self, ids) -> list[VectorHit]:
+        if not ids:
+            return []
+        result = self._call(self.collection.get, ids=list(ids), include=["documents", "metadatas"])
+        found = {
+            i: VectorHit(id=i, text=doc or "", metadata=_public(meta))
+            for i, doc, meta in zip(
+                result["ids"], result["documents"], result["metadatas"], strict=True
+            )
+            if (meta or {}).get(SCOPE_FIELD) == self.scope
+        }
+        return [found[i] for i in ids if i in found]
+
+    def delete(self, ids) -> None:
+        if ids:
+            self._call(self.collection.delete, ids=list(ids))
+
+    def count(self) -> int:
+        return int(self._call(self.collection.count))
+
+
+def _scoped_where(where: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The user's filter; the scope is enforced by the collection, so it is not repeated here."""
+    if where is not None and not isinstance(where, dict):
+        raise ConfigError(f"where: must be a dict of metadata filters, got {type(where).__name__}")
+    return where or None
+
+
+def _public(meta: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: v for k, v in (meta or {}).items() if k != SCOPE_FIELD}

@@ -1,0 +1,114 @@
+"""The Taskforce planner (seed 004): a mission becomes a TodoList with a dependency DAG.
+
+The LLM drafts the items through ``complete_json``; a draft whose dependencies name unknown
+positions or form a cycle fails validation and is re-asked with the error. Items run in
+:func:`execution_order` (a topological order, lowest position first among ready items).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from pydantic import BaseModel, Field, model_validator
+
+from memlab.errors import ConfigError
+from memlab.llm.base import LLMClient, Message
+from memlab.llm.structured import complete_json
+from memlab.models.taskforce import Lesson, TodoItem, TodoList
+
+MAX_ITEMS = 12
+
+PLANNER_SYSTEM = (
+    "You are the planner of a task agent. Break the mission into a few small steps, each "
+    "doable with one tool call, with checkable acceptance criteria. A step lists the positions "
+    "of the steps whose results it needs in 'dependencies' (only earlier steps).")
+
+
+class PlannedItem(BaseModel):
+    position: int = Field(ge=0)
+    description: str = Field(min_length=1)
+    acceptance_criteria: list[str] = Field(min_length=1, description="how to check it is done")
+    dependencies: list[int] = Field(default_factory=list)
+
+
+class PlanDraft(BaseModel):
+    """What the LLM returns; validated as a TodoList (unique positions, a DAG)."""
+
+    items: list[PlannedItem] = Field(min_length=1, max_length=MAX_ITEMS)
+
+    @model_validator(mode="after")
+    def _is_a_dag(self) -> PlanDraft:
+        TodoList(session_id="draft", mission="draft", items=self.todo_items())
+        return self
+
+    def todo_items(self) -> list[TodoItem]:
+        return [TodoItem(**item.model_dump()) for item in self.items]
+
+
+def execution_order(todolist: TodoList) -> list[int]:
+    """Positions in a topological order of the dependency DAG (Kahn; lowest position first).
+
+    Example:
+        >>> items = [TodoItem(position=0, description="b", acceptance_criteria=["x"],
+        ...                   dependencies=[1]),
+        ...          TodoItem(position=1, description="a", acceptance_criteria=["x"])]
+        >>> execution_order(TodoList(session_id="s", mission="m", items=items))
+        [1, 0]
+    """
+    waiting = {item.position: set(item.dependencies) for item in todolist.items}
+    dependants: dict[int, list[int]] = {p: [] for p in waiting}
+    for position, deps in waiting.items():
+        for dep in deps:
+            dependants[dep].append(position)
+    ready = [p for p, deps in waiting.items() if not deps]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        position = heapq.heappop(ready)
+        order.append(position)
+        for child in dependants[position]:
+            waiting[child].discard(position)
+            if not waiting[child]:
+                heapq.heappush(ready, child)
+    if len(order) != len(waiting):  # TodoList validation makes this unreachable
+        raise ConfigError("items: dependencies must form no cycle")
+    return order
+
+
+def render_lessons(lessons: list[Lesson]) -> str:
+    """Lessons from earlier sessions, as the prompt shows them."""
+    if not lessons:
+        return ""
+    lines = [f"- {lesson.lesson} (worked: {lesson.what_worked}"
+             + (f"; tool: {lesson.tool_name}" if lesson.tool_name else "") + ")"
+             for lesson in lessons]
+    return "Lessons from earlier sessions:\n" + "\n".join(lines)
+
+
+class Planner:
+    """Turns a mission into a TodoList.
+
+    Args:
+        llm: the model that drafts the plan.
+        max_retries: re-asks when the draft is invalid.
+    """
+
+    def __init__(self, llm: LLMClient, *, max_retries: int = 2, max_tokens: int = 768):
+        self.llm, self.max_retries, self.max_tokens = llm, max_retries, max_tokens
+
+    def messages(self, mission: str, tools: str, lessons: list[Lesson]) -> list[Message]:
+        parts = [f"Mission: {mission}", f"Tools available:\n{tools}", render_lessons(lessons),
+                 "Number the steps from position 0."]
+        return [Message(role="system", content=PLANNER_SYSTEM),
+                Message(role="user", content="\n\n".join(p for p in parts if p))]
+
+    def plan(self, session_id: str, mission: str, *, tools: str = "",
+             lessons: list[Lesson] | None = None) -> TodoList:
+        """Draft and validate the plan for ``mission``.
+
+        Raises:
+            StructuredOutputError: no valid plan after the retries.
+        """
+        draft = complete_json(self.llm, self.messages(mission, tools, lessons or []), PlanDraft,
+                              max_retries=self.max_retries, max_tokens=self.max_tokens)
+        return TodoList(session_id=session_id, mission=mission, items=draft.todo_items())

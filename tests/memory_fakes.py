@@ -1,0 +1,81 @@
+"""Test doubles shared by the memory-condition tests: a FakeLLM that plays every memory role.
+
+It recognises the extractor, compressor and schema prompts by their opening words and answers
+each from the text it was given (so the answers depend on the input and tests can fail).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+from memlab.llm.base import Message
+from memlab.llm.fake import FakeLLM
+from memlab.memory.base import Exchange
+
+STOP = {"user", "the", "and", "that", "this", "with", "what", "your", "have", "about", "from",
+        "very", "just", "okay", "sure", "noted", "thanks", "tell", "more", "really"}
+
+
+def concepts(text: str, n: int = 4) -> list[str]:
+    words = [w for w in re.findall(r"[a-z]{4,}", text.lower()) if w not in STOP]
+    return [w for w, _ in Counter(words).most_common(n)]
+
+
+def _request(messages: list[Message]) -> str:
+    """The first user message without the JSON instruction complete_json appends."""
+    text = next(m.content for m in messages if m.role == "user")
+    return text.split("\n\nReply with only a JSON")[0]
+
+
+def _extract(messages: list[Message]) -> str:
+    from memlab.memory.hybrid_extract import rule_based_candidates
+
+    user, _, assistant = _request(messages).partition("\nAI: ")
+    found = rule_based_candidates(Exchange(user=user.removeprefix("User: "),
+                                           assistant=assistant, turn_number=0), 0.9)
+    return json.dumps({"candidates": [c.model_dump(exclude={"extractor"}) for c in found]})
+
+
+def _compress(messages: list[Message]) -> str:
+    text = _request(messages)
+    said = [ln.removeprefix("User: ") for ln in text.splitlines() if ln.startswith("User: ")]
+    summary = "; ".join(said)[:400] or "nothing"
+    return json.dumps({"summary": f"The user said: {summary}", "key_concepts": concepts(text),
+                       "themes": concepts(text, 1), "relationships": [], "confidence": 0.8})
+
+
+def _schema(messages: list[Message]) -> str:
+    top = concepts(_request(messages), 2) or ["topic"]
+    return json.dumps({"name": f"{' '.join(top)} pattern",
+                       "description": f"Recurring conversations about {', '.join(top)}.",
+                       "confidence": 0.7})
+
+
+def role_of(messages: list[Message]) -> str:
+    from memlab.memory.hybrid_extract import EXTRACT_PROMPT
+    from memlab.sleep.compress import COMPRESS_PROMPT
+    from memlab.sleep.induce import SCHEMA_PROMPT
+
+    system = messages[0].content if messages and messages[0].role == "system" else ""
+    for role, prompt in (("extract", EXTRACT_PROMPT), ("compress", COMPRESS_PROMPT),
+                         ("schema", SCHEMA_PROMPT)):
+        if system.startswith(prompt[:40]):
+            return role
+    return "answer"
+
+
+def memory_llm(answer: str = "ok", *, broken: set[str] | frozenset[str] = frozenset(),
+               context_window: int = 4096) -> FakeLLM:
+    """A FakeLLM answering extraction, compression and schema prompts; roles in ``broken``
+    (read at call time, so a test may change the set between calls) get non-JSON garbage."""
+    handlers = {"extract": _extract, "compress": _compress, "schema": _schema}
+
+    def reply(messages: list[Message]) -> str:
+        role = role_of(messages)
+        if role in broken:
+            return "Sorry, I cannot do that {not json"
+        return handlers[role](messages) if role in handlers else answer
+
+    return FakeLLM([reply], context_window=context_window)

@@ -1,0 +1,261 @@
+"""The seed 003 debate end to end on a scripted FakeLLM: rounds, retries, files, workspace."""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import combinations
+
+import pytest
+from pydantic import ValidationError
+
+from memlab.decision.ahp import ahp_weights
+from memlab.decision.debate import DecisionDebate, InconsistentJudgementsError
+from memlab.decision.personas import distribute_values, generate_personas
+from memlab.errors import ConfigError
+from memlab.llm.fake import FakeLLM
+from memlab.models.decision import (
+    ConversationState,
+    Round1Output,
+    Round2Output,
+    Round3Output,
+    UserInput,
+    round_output_filename,
+)
+from memlab.models.operating import EventStatus
+from memlab.stores.kv import InProcessKV
+from memlab.stores.operating import OperatingMemory
+
+CRITERIA = ["Interest", "Salary", "Impact", "Aptitude"]
+RELATIVE = {"Interest": 4, "Salary": 2, "Impact": 2, "Aptitude": 1}  # consistent ratios on scale
+MAJORS = ["Computer Science", "Biology", "Economics"]
+SCORES = {"Computer Science": [8, 7, 5, 6.5], "Biology": [5.5, 4, 7, 5],
+          "Economics": [4, 6.5, 4.5, 3.5]}
+
+USER = {
+    "mbti": "INTJ", "strengths": ["analysis"], "weaknesses": ["impatience"],
+    "favorite_subjects": ["maths"], "disliked_subjects": ["history"],
+    "good_at_subjects": ["physics"], "bad_at_subjects": ["art"],
+    "core_values": ["growth", "security", "helping others", "curiosity"],
+    "candidate_majors": MAJORS,
+    "settings": {"max_criteria": 4, "cr_threshold": 0.10, "cr_max_retries": 2},
+}
+
+SEED_FIELDS = {
+    1: {"user_input", "agent_personas", "round1_debate_turns", "selected_criteria"},
+    2: {"user_input", "agent_personas", "selected_criteria", "round2_debate_turns",
+        "comparison_matrix", "criteria_weights", "consistency_ratio", "eigenvalue_max",
+        "round2_director_decision"},
+    3: {"user_input", "agent_personas", "selected_criteria", "criteria_weights",
+        "round3_debate_turns", "decision_matrix", "round3_director_decision"},
+}
+
+
+def consistent_matrix():
+    out = {}
+    for a, b in combinations(CRITERIA, 2):
+        hi, lo = (a, b) if RELATIVE[a] >= RELATIVE[b] else (b, a)
+        out[f"{hi} vs {lo}"] = RELATIVE[hi] / RELATIVE[lo]
+    return out
+
+
+def cyclic_matrix():
+    # Interest > Salary > Impact > Interest, strongly: far from consistent.
+    m = consistent_matrix()
+    m.pop("Interest vs Impact")
+    m.pop("Salary vs Impact", None)
+    m.pop("Impact vs Salary", None)
+    m.update({"Interest vs Salary": 9, "Salary vs Impact": 9, "Impact vs Interest": 9})
+    return m
+
+
+class Script:
+    """Routes on the first user message (round, role) and counts what it was asked."""
+
+    def __init__(self, *, inconsistent_director_tries=1, garbage_once=True):
+        self.inconsistent_left = inconsistent_director_tries
+        self.garbage_left = 1 if garbage_once else 0
+        self.cr_retries = 0
+        self.reasks = 0
+
+    def __call__(self, messages):
+        first = messages[1].content
+        last = messages[-1].content
+        round_no = int(re.search(r"Round (\d) of 4", first).group(1))
+        role = re.search(r"Your role: (\w+)", first).group(1)
+        self.cr_retries += last.startswith("CR retry")
+        self.reasks += last.startswith("That reply was not valid")
+        if round_no == 3 and role == "proposal" and self.garbage_left:
+            self.garbage_left -= 1
+            return "Sure! Here are my scores: CS is great."  # not JSON: must be re-asked
+        return json.dumps(self.reply(round_no, role))
+
+    def reply(self, round_no, role):
+        if role == "critique":
+            return {"content": "You overlook the student's values."}
+        if round_no == 1 and role == "final_decision":
+            return {"content": "Final criteria chosen.", "selected_criteria": [
+                {"name": c, "description": f"{c} fit", "source_agent": "GrowthCuriosityAdvocate",
+                 "reasoning": "raised in debate"} for c in CRITERIA]}
+        if round_no == 1:
+            return {"content": "These criteria matter.", "criteria": [
+                {"name": c, "description": f"{c} fit"} for c in CRITERIA[:3]]}
+        if round_no == 2:
+            matrix = consistent_matrix()
+            if role == "final_decision" and self.inconsistent_left:
+                self.inconsistent_left -= 1
+                matrix = cyclic_matrix()
+            return {"content": "My comparisons.", "comparison_matrix": matrix,
+                    "reasoning": "interest first"}
+        matrix = {m: dict(zip(CRITERIA, SCORES[m], strict=True)) for m in MAJORS}
+        return {"content": "My scores.", "decision_matrix": matrix, "reasoning": "fit"}
+
+
+@pytest.fixture
+def finished(tmp_path):
+    script = Script()
+    llm = FakeLLM([script])
+    seen = []
+    state = DecisionDebate(llm, output_dir=tmp_path,
+                           on_turn=lambda r, t: seen.append((r, t.turn))).run(USER)
+    return state, script, llm, seen, tmp_path
+
+
+def test_three_rounds_of_thirteen_turns_and_turn_structure(finished):
+    state, _, _, seen, _ = finished
+    assert seen == [(r, t) for r in (1, 2, 3) for t in range(1, 14)]
+    for turns in (state.round1_debate_turns, state.round2_debate_turns, state.round3_debate_turns):
+        assert [t.turn for t in turns] == list(range(1, 14))
+        kinds = [t.type.value for t in turns]
+        assert kinds == ["proposal", "critique", "critique", "defense"] * 3 + ["final_decision"]
+        leads = [turns[i].speaker for i in (0, 4, 8)]
+        assert leads == [p.name for p in state.agent_personas]
+        assert turns[12].speaker == "Director"
+        assert turns[12].phase == "Phase 4: Director's final decision"
+        assert turns[1].target == leads[0] and turns[3].target == [turns[1].speaker,
+                                                                   turns[2].speaker]
+
+
+def test_round_files_exist_with_the_seed_fields_and_validate(finished):
+    state, *_, out = finished
+    models = {1: Round1Output, 2: Round2Output, 3: Round3Output}
+    for n, model in models.items():
+        path = out / round_output_filename(n, state.session_id)
+        data = json.loads(path.read_text())
+        assert set(data) == SEED_FIELDS[n]
+        model.model_validate(data)
+    r2 = json.loads((out / round_output_filename(2, state.session_id)).read_text())
+    assert r2["consistency_ratio"] <= USER["settings"]["cr_threshold"]
+    assert len(r2["comparison_matrix"]) == 6  # nC2, n = 4
+
+
+def test_cr_retry_then_weights_from_the_accepted_matrix(finished):
+    state, script, llm, *_ = finished
+    assert script.cr_retries == 1
+    expected = ahp_weights(CRITERIA, consistent_matrix())
+    assert state.criteria_weights == pytest.approx(expected.criteria_weights)
+    assert state.criteria_weights["Interest"] == pytest.approx(4 / 9)
+    assert state.eigenvalue_max == pytest.approx(4.0)
+    assert state.comparison_matrix == consistent_matrix()
+    # 39 turns + 1 CR retry + 1 re-ask of the non-JSON reply
+    assert llm.calls == 41 and script.reasks == 1
+
+
+def test_topsis_ranking(finished):
+    state, *_ = finished
+    ranking = [(r.rank, r.alternative) for r in state.final_ranking]
+    assert [r for r, _ in ranking] == [1, 2, 3]
+    assert ranking[0][1] == "Computer Science"  # best on the two heaviest criteria
+    assert all(0 <= r.closeness_coefficient <= 1 for r in state.final_ranking)
+    assert sum(state.criteria_weights.values()) == pytest.approx(1.0)
+    ConversationState.model_validate(state.model_dump())  # every round's rules hold together
+
+
+def test_workspace_event_holds_the_turns_and_is_archived_resolved(finished):
+    state, *_, out = finished
+    archived = list(out.glob("workspace_*.json"))
+    assert len(archived) == 1
+    ws = json.loads(archived[0].read_text())
+    assert ws["status"] == "resolved"
+    assert ws["shared_data"]["session_id"] == state.session_id
+    assert [len(ws["shared_data"][f"round{n}_debate_turns"]) for n in (1, 2, 3)] == [13] * 3
+    assert set(ws["participating_agents"]) == {p.name for p in state.agent_personas} | {
+        "Director"}
+    assert ws["shared_data"]["round2_cr_attempts"][0] > 0.10
+
+
+def test_given_operating_memory_without_hook_keeps_the_event_active(tmp_path):
+    operating = OperatingMemory(InProcessKV())
+    debate = DecisionDebate(FakeLLM([Script(inconsistent_director_tries=0, garbage_once=False)]),
+                            output_dir=tmp_path, operating=operating)
+    debate.run(USER, session_id="s1")
+    ws = operating.get_workspace(debate.event_id)
+    assert ws.status is EventStatus.ACTIVE and len(ws.shared_data["round3_debate_turns"]) == 13
+    assert (tmp_path / "round3_test_s1.json").exists()
+
+
+def test_cr_never_consistent_fails_after_max_retries_and_writes_no_round2(tmp_path):
+    script = Script(inconsistent_director_tries=99, garbage_once=False)
+    with pytest.raises(InconsistentJudgementsError, match="consistency_ratio") as err:
+        DecisionDebate(FakeLLM([script]), output_dir=tmp_path).run(USER, session_id="s2")
+    assert len(err.value.ratios) == USER["settings"]["cr_max_retries"] + 1
+    assert (tmp_path / "round1_test_s2.json").exists()
+    assert not (tmp_path / "round2_test_s2.json").exists()
+
+
+def test_wrong_criteria_count_from_director_is_re_asked(tmp_path):
+    script = Script(inconsistent_director_tries=0, garbage_once=False)
+    wrong = {"done": False}
+
+    def reply(messages):
+        first = messages[1].content
+        if "Round 1 of 4" in first and "Your role: final_decision" in first and not wrong["done"]:
+            wrong["done"] = True
+            return json.dumps({"content": "Two only.", "selected_criteria": [
+                {"name": "Interest"}, {"name": "Salary"}]})
+        return script(messages)
+
+    llm = FakeLLM([reply])
+    state = DecisionDebate(llm, output_dir=tmp_path).run(USER)
+    assert [c.name for c in state.selected_criteria] == CRITERIA
+    reask = [m for call in llm.history for m in call if "exactly 4 items" in m.content]
+    assert reask, "the validation error was quoted back to the model"
+
+
+@pytest.mark.parametrize("field, value", [
+    ("mbti", "ABCD"), ("candidate_majors", ["Only one"]), ("core_values", []),
+])
+def test_bad_user_input_names_the_field(tmp_path, field, value):
+    with pytest.raises(ValidationError, match=field):
+        DecisionDebate(FakeLLM(), output_dir=tmp_path).run({**USER, field: value})
+    assert not list(tmp_path.iterdir())
+
+
+def test_settings_ranges_enforced():
+    with pytest.raises(ValidationError, match="max_criteria"):
+        UserInput.model_validate({**USER, "settings": {"max_criteria": 11}})
+    with pytest.raises(ValidationError, match="cr_threshold"):
+        UserInput.model_validate({**USER, "settings": {"cr_threshold": 0.3}})
+
+
+@pytest.mark.parametrize("values, sizes", [
+    (["a"], [1, 1, 1]), (["a", "b"], [1, 1, 1]), (["a", "b", "c"], [1, 1, 1]),
+    (["a", "b", "c", "d"], [2, 1, 1]), (["a", "b", "c", "d", "e"], [2, 2, 1]),
+    (list("abcdef"), [2, 2, 2]),
+])
+def test_core_values_spread_evenly_one_or_two_each(values, sizes):
+    groups = distribute_values(values)
+    assert [len(g) for g in groups] == sizes
+    assert {v for g in groups for v in g} == set(values)
+
+
+def test_too_many_core_values_is_a_clear_error():
+    with pytest.raises(ConfigError, match="core_values"):
+        distribute_values(list("abcdefg"))
+
+
+def test_personas_are_unique_and_reflect_values_and_profile():
+    personas = generate_personas(UserInput.model_validate({**USER, "core_values": ["growth"]}))
+    assert len({p.name for p in personas}) == 3
+    assert all(p.core_values == ["growth"] and "Growth" in p.name for p in personas)
+    assert all("INTJ" in p.system_prompt and "analysis" in p.system_prompt for p in personas)

@@ -1,0 +1,130 @@
+"""complete_json and the JSON repair on the broken output small models produce."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel, Field
+
+from memlab.errors import LLMError, StructuredOutputError
+from memlab.llm.fake import FakeLLM
+from memlab.llm.repair import parse_json_lenient, repair_json
+from memlab.llm.structured import complete_json, parse_model, prompt_schema
+
+
+class Person(BaseModel):
+    name: str
+    age: int = Field(ge=0)
+    tags: list[str] = []
+
+
+BOB = Person(name="Bob", age=42, tags=["a", "b"])
+
+REPAIRABLE = {
+    "clean": '{"name": "Bob", "age": 42, "tags": ["a", "b"]}',
+    "json_fence": '```json\n{"name": "Bob", "age": 42, "tags": ["a", "b"]}\n```',
+    "bare_fence_and_prose": 'Sure!\n```\n{"name": "Bob", "age": 42, "tags": ["a", "b"]}\n```\nHope it helps.',
+    "leading_prose": 'Here is the JSON you asked for: {"name": "Bob", "age": 42, "tags": ["a", "b"]}',
+    "trailing_prose": '{"name": "Bob", "age": 42, "tags": ["a", "b"]} I filled in the age.',
+    "single_quotes": "{'name': 'Bob', 'age': 42, 'tags': ['a', 'b']}",
+    "trailing_commas": '{"name": "Bob", "age": 42, "tags": ["a", "b",],}',
+    "python_literals": "{'name': 'Bob', 'age': 42, 'tags': ['a', 'b'], 'extra': None, 'ok': True}",
+    "unquoted_keys": '{name: "Bob", age: 42, tags: ["a", "b"]}',
+    "truncated_in_list": '{"name": "Bob", "age": 42, "tags": ["a", "b"',
+    "truncated_in_string": '{"name": "Bob", "age": 42, "tags": ["a", "b',
+    "truncated_after_comma": '{"name": "Bob", "age": 42, "tags": ["a", "b"], ',
+    "missing_commas": '{"name": "Bob"\n "age": 42\n "tags": ["a" "b"]}',
+    "comments": '{\n // the person\n "name": "Bob", /* years */ "age": 42, "tags": ["a", "b"]}',
+    "string_number": '{"name": "Bob", "age": "42", "tags": ["a", "b"]}',
+    "wrapped_in_key": '{"person": {"name": "Bob", "age": 42, "tags": ["a", "b"]}}',
+    "list_of_one": '[{"name": "Bob", "age": 42, "tags": ["a", "b"]}]',
+    "curly_quotes": '{\u201cname\u201d: \u201cBob\u201d, \u201cage\u201d: 42, \u201ctags\u201d: [\u201ca\u201d, \u201cb\u201d]}',
+    "raw_newline_in_string": '{"name": "Bob", "age": 42, "tags": ["a", "b"], "note": "line1\nline2"}',
+    "mismatched_closer": '{"name": "Bob", "age": 42, "tags": ["a", "b"}',
+}
+
+UNREPAIRABLE = {
+    "no_json": "I am sorry, I cannot help with that.",
+    "wrong_type": '{"name": "Bob", "age": "forty-two"}',
+    "missing_field": '{"name": "Bob"}',
+    "rule_violated": '{"name": "Bob", "age": -3}',
+    "scalar": "42",
+    "empty": "",
+    "truncated_before_value": '{"name": "Bob", "age":',
+    "list_of_many": '[{"name": "Bob", "age": 1}, {"name": "Al", "age": 2}]',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REPAIRABLE))
+def test_parse_model_repairs(kind: str) -> None:
+    assert parse_model(REPAIRABLE[kind], Person) == BOB
+
+
+@pytest.mark.parametrize("kind", sorted(UNREPAIRABLE))
+def test_parse_model_raises_typed_error(kind: str) -> None:
+    with pytest.raises(StructuredOutputError) as info:
+        parse_model(UNREPAIRABLE[kind], Person)
+    assert info.value.raw_text == UNREPAIRABLE[kind]
+
+
+@pytest.mark.parametrize("kind", sorted(REPAIRABLE) + sorted(UNREPAIRABLE))
+def test_complete_json_never_raises_another_type(kind: str) -> None:
+    text = REPAIRABLE.get(kind, UNREPAIRABLE.get(kind))
+    llm = FakeLLM([text])
+    try:
+        assert complete_json(llm, [{"role": "user", "content": "Bob?"}], Person) == BOB
+    except StructuredOutputError as exc:
+        assert kind in UNREPAIRABLE
+        assert exc.raw_text == text
+        assert len(exc.errors) == 3  # first attempt + 2 re-asks
+    else:
+        assert kind in REPAIRABLE
+
+
+def test_complete_json_reasks_with_the_validation_error() -> None:
+    llm = FakeLLM(['{"name": "Bob", "age": "old"}', '{"name": "Bob", "age": 42}'])
+    person = complete_json(llm, [{"role": "user", "content": "Describe Bob."}], Person)
+    assert person.age == 42 and llm.calls == 2
+    reask = llm.history[1]
+    assert reask[-2].role == "assistant" and reask[-2].content == '{"name": "Bob", "age": "old"}'
+    assert "age" in reask[-1].content and "valid integer" in reask[-1].content
+
+
+def test_complete_json_passes_the_schema_and_instruction() -> None:
+    llm = FakeLLM(['{"name": "Bob", "age": 42}'])
+    complete_json(llm, [{"role": "user", "content": "Describe Bob."}], Person, max_tokens=64)
+    assert llm.params[0]["json_schema"] == prompt_schema(Person)
+    assert llm.params[0]["max_tokens"] == 64
+    assert llm.history[0][-1].content.startswith("Describe Bob.")
+    assert '"age"' in llm.history[0][-1].content
+
+
+def test_complete_json_gives_up_after_max_retries() -> None:
+    llm = FakeLLM(["nope"])
+    with pytest.raises(StructuredOutputError) as info:
+        complete_json(llm, [{"role": "user", "content": "x"}], Person, max_retries=1)
+    assert llm.calls == 2 and info.value.raw_text == "nope" and len(info.value.errors) == 2
+
+
+def test_complete_json_lets_call_failures_through() -> None:
+    def fail(_messages):
+        raise LLMError("server down")
+
+    with pytest.raises(LLMError, match="server down"):
+        complete_json(FakeLLM([fail]), [{"role": "user", "content": "x"}], Person)
+
+
+def test_prompt_schema_keeps_a_field_named_title() -> None:
+    class Doc(BaseModel):
+        title: str
+
+    schema = prompt_schema(Doc)
+    assert "title" in schema["properties"] and "title" not in schema
+
+
+def test_repair_json_output_is_json() -> None:
+    assert repair_json("{'a': True, b: [1, 2,], }") == '{"a": true, "b": [1, 2] }'
+
+
+def test_parse_json_lenient_prefers_the_fenced_block() -> None:
+    text = 'Options [x]\n```json\n{"a": 1}\n```'
+    assert parse_json_lenient(text) == {"a": 1}

@@ -1,0 +1,231 @@
+"""Unit tests of the baseline and hybrid conditions on FakeLLM and the hashing embedder."""
+
+from __future__ import annotations
+
+import pytest
+from memory_fakes import memory_llm
+
+from memlab.agent import Agent
+from memlab.embed.hashing import HashingEmbedder
+from memlab.errors import ConfigError
+from memlab.llm.fake import FakeLLM
+from memlab.memory.base import MEMORIES, Exchange, Scope
+from memlab.memory.full_context import parse_history
+from memlab.stores.operating import OperatingMemory
+
+TOPICS = ["weather", "football", "cooking pasta", "train timetables", "gardening", "films"]
+
+
+def filler(i: int) -> tuple[str, str]:
+    topic = TOPICS[i % len(TOPICS)]
+    return f"Let's chat about {topic} for a bit, round {i}.", f"Sure, {topic} is fun."
+
+
+def make(key, tmp_path, user="alice", llm=None, **kw):
+    return MEMORIES.create(key, scope=Scope(user_id=user), llm=llm or memory_llm(),
+                           embedder=HashingEmbedder(), workdir=tmp_path, **kw)
+
+
+# ---------------------------------------------------------------- full_context
+def test_full_context_keeps_everything_until_the_window_then_records_the_cut(tmp_path):
+    llm = FakeLLM(context_window=300)
+    memory = make("full_context", tmp_path, llm=llm, config={"reserve_tokens": 100})
+    for i in range(5):
+        memory.observe(Exchange(user=f"message {i}", assistant="fine", turn_number=i + 1))
+    ctx = memory.recall("q")
+    assert ctx.truncated_turns == 0 and len(ctx.history) == 5
+    assert ctx.metadata["uncapped_history"] is True
+    for i in range(5, 40):
+        memory.observe(Exchange(user=f"message {i}", assistant="fine", turn_number=i + 1))
+    ctx = memory.recall("q")
+    assert ctx.truncated_turns > 0
+    assert ctx.truncated_turns + len(ctx.history) == 40
+    assert ctx.history[-1].user == "message 39"  # newest kept, oldest cut
+    assert ctx.history[0].user == f"message {ctx.truncated_turns}"
+    assert ctx.metadata["history_tokens"] <= 200
+
+
+def test_full_context_cut_reaches_the_agent_trace_and_the_log_is_one_text_block(tmp_path):
+    llm = FakeLLM(["ok"], context_window=150)
+    operating = OperatingMemory.from_url(None)
+    memory = make("full_context", tmp_path, llm=llm, config={"reserve_tokens": 50},
+                  operating=operating)
+    agent = Agent(memory, llm)
+    for i in range(30):
+        agent.observe(*filler(i))
+    trace = agent.interact("what did we talk about?")
+    assert trace.truncated_turns > 0
+    assert trace.prompt_tokens_history > 5 * 10  # more than the default 5-turn cap: uncapped
+    log = operating.get_history(memory.conversation_id)
+    assert log.raw_text.count("User: ") == 31
+    reopened = make("full_context", tmp_path, llm=FakeLLM(context_window=10_000),
+                    operating=operating)
+    restored = reopened.recall("q")  # from operating memory, in a new instance
+    assert len(restored.history) == 31 and restored.truncated_turns == 0
+    assert restored.history[-1].user == "what did we talk about?"
+
+
+def test_full_context_requires_a_model():
+    with pytest.raises(ConfigError, match="full_context: llm"):
+        MEMORIES.create("full_context", scope=Scope(user_id="a"))
+
+
+def test_parse_history_round_trips_the_seed_format():
+    raw = "User: hi\nAI: hello\nUser: two\nlines\nAI: ok"
+    assert parse_history(raw) == [("hi", "hello"), ("two\nlines", "ok")]
+
+
+# ---------------------------------------------------------------- rag
+def test_rag_finds_the_needle_among_top_k_after_200_filler_turns(tmp_path):
+    memory = make("rag", tmp_path)
+    memory.observe(Exchange(user="My sister Margarethe lives in Valparaiso.",
+                            assistant="Noted.", turn_number=1))
+    for i in range(200):
+        user, assistant = filler(i)
+        memory.observe(Exchange(user=user, assistant=assistant, turn_number=i + 2))
+    ctx = memory.recall("Where does my sister Margarethe live?")
+    assert len(ctx.items) == memory.config.top_k
+    assert any("Valparaiso" in item.text for item in ctx.items)
+    assert [ex.turn_number for ex in ctx.history] == [200, 201]  # the last 2 turns
+    assert all(item.kind == "turn" and "turn_number" in item.metadata for item in ctx.items)
+    memory.close()
+
+
+def test_rag_does_not_repeat_history_turns_as_items(tmp_path):
+    memory = make("rag", tmp_path, config={"top_k": 3})
+    for i in range(3):
+        memory.observe(Exchange(user=f"pasta recipe {i}", assistant="ok", turn_number=i))
+    ctx = memory.recall("pasta recipe")
+    history_ids = {ex.metadata["id"] for ex in ctx.history}
+    assert len(ctx.items) == 1 and not history_ids & {item.id for item in ctx.items}
+
+
+# ---------------------------------------------------------------- hybrid
+def test_hybrid_newer_fact_supersedes_older_and_recall_says_blue(tmp_path):
+    memory = make("hybrid", tmp_path)
+    agent = Agent(memory, memory_llm("fine"))
+    agent.observe("My favourite colour is red.", "Red, noted.")
+    for i in range(10):
+        agent.observe(*filler(i))
+    agent.observe("My favorite color is blue now.", "Blue it is.")
+    for i in range(3):
+        agent.observe(*filler(i))
+    ctx = memory.recall("What is my favourite colour?")
+    facts = [item for item in ctx.items if item.kind == "fact"]
+    assert any("blue" in f.text for f in facts)
+    assert not any("red" in item.text for item in ctx.items)
+    current = memory.facts.current_id("favourite colour")
+    chain = memory.facts.history(current)
+    assert [("blue" in f.content, "red" in f.content) for f in chain] == [(True, False),
+                                                                          (False, True)]
+    assert chain[1].superseded_by == chain[0].id and chain[0].supersedes == chain[1].id
+    assert memory.extractions["llm"] == 15 and memory.extractions["rules"] == 0
+    state = memory.state()
+    assert state.scratchpad["turn_number"] == 15 and state.promotion_candidates == {}
+    assert len(ctx.history) == memory.config.recent_turns
+
+
+def test_hybrid_falls_back_to_rules_when_the_extractor_output_is_broken(tmp_path):
+    memory = make("hybrid", tmp_path, llm=memory_llm(broken=frozenset({"extract"})))
+    memory.observe(Exchange(user="My cat is called Tiger.", assistant="Cute.", turn_number=1))
+    assert memory.extractions == {"llm": 0, "rules": 1, "none": 0}
+    assert memory.failures and memory.failures[0].startswith("turn 1:")
+    assert memory.state().scratchpad["extractor"] == "rules"
+    assert any("Tiger" in item.text for item in memory.recall("cat name").items)
+
+
+def test_hybrid_low_confidence_candidates_stay_staged(tmp_path):
+    memory = make("hybrid", tmp_path, config={"promote_threshold": 0.95})
+    memory.observe(Exchange(user="My car is a Volvo.", assistant="ok", turn_number=1))
+    state = memory.state()
+    assert len(state.promotion_candidates) == 1
+    staged = next(iter(state.promotion_candidates.values()))
+    assert staged["confidence"] == 0.9 and staged["extractor"] == "llm"
+    assert [i.kind for i in memory.recall("car").items] == ["scratchpad"]
+
+
+def test_hybrid_cue_gate_skips_the_extractor_on_impersonal_turns(tmp_path):
+    llm = memory_llm()
+    memory = make("hybrid", tmp_path, llm=llm, config={"extraction_gate": "cue"})
+    memory.observe(Exchange(user="Trains are late today.", assistant="ok", turn_number=1))
+    memory.observe(Exchange(user="My train was late.", assistant="ok", turn_number=2))
+    assert memory.extractions == {"llm": 1, "rules": 0, "none": 1} and llm.calls == 1
+
+
+def test_hybrid_workspace_lifecycle_archives_into_long_term_memory(tmp_path):
+    operating = OperatingMemory.from_url(None)
+    memory = make("hybrid", tmp_path, operating=operating)
+    ws = memory.open_event({"alert": "Vessel V-123 delayed"})
+    assert operating.list_workspaces() == [ws.event_id]
+    memory.write_shared(ws.event_id, "port_congestion", 0.91)
+    ws = memory.add_participant(ws.event_id, "port_agent_007")
+    assert ws.participating_agents == [memory.agent_id, "port_agent_007"]
+    memory.resolve_event(ws.event_id)
+    assert operating.list_workspaces() == []  # archived, then removed
+    events = [i for i in memory.recall("vessel V-123 delayed").items if i.kind == "event"]
+    assert len(events) == 1 and "0.91" in events[0].text and "resolved" in events[0].text
+    other = memory.open_event({"alert": "crane down"})
+    memory.cancel_event(other.event_id)
+    texts = [i.text for i in memory.recall("crane down").items if i.kind == "event"]
+    assert any("cancelled" in t for t in texts)
+
+
+# ---------------------------------------------------------------- vanilla
+def test_vanilla_recalls_nothing_after_many_turns(tmp_path):
+    memory = make("vanilla", tmp_path)
+    for i in range(20):
+        memory.observe(Exchange(user=f"My name is Bob {i}", assistant="ok", turn_number=i))
+    ctx = memory.recall("what is my name?")
+    assert ctx.items == [] and ctx.history == [] and ctx.render() == ""
+
+
+@pytest.mark.parametrize("needle_at", [3, 15])  # already written to chroma / still pending
+def test_rag_searches_written_and_pending_turns_and_persists_on_close(tmp_path, needle_at):
+    memory = make("rag", tmp_path, config={"flush_every": 7})
+    for i in range(20):
+        user, assistant = filler(i)
+        if i == needle_at:
+            user = "My locker number is forty-two at the Zermatt gym."
+        memory.observe(Exchange(user=user, assistant=assistant, turn_number=i + 1))
+    assert memory.vectors.count() == 14 and len(memory.pending) == 6
+    assert any("Zermatt" in i.text for i in memory.recall("Zermatt gym locker").items)
+    memory.close()
+    reopened = make("rag", tmp_path)
+    assert reopened.vectors.count() == 20
+    assert "Zermatt" in reopened.recall("Zermatt gym locker").items[0].text
+
+
+# ---------------------------------------------------------------- episodic
+def test_episodic_recent_five_as_history_and_relevant_episode_as_item(tmp_path):
+    memory = make("episodic", tmp_path)
+    agent = Agent(memory, memory_llm())
+    agent.observe("My grandmother Rosalind grows orchids.", "Lovely.")
+    for i in range(12):
+        agent.observe(*filler(i))
+    ctx = memory.recall("What does Rosalind grow?")
+    assert [ex.turn_number for ex in ctx.history] == [9, 10, 11, 12, 13]
+    assert ctx.items and "orchids" in ctx.items[0].text and ctx.items[0].kind == "episode"
+    assert not {i.id for i in ctx.items} & {ex.metadata["id"] for ex in ctx.history}
+    assert memory.episodes.all()[0].importance > memory.episodes.all()[1].importance
+
+
+def test_episodic_summary_compresses_old_episodes_and_recalls_summaries(tmp_path):
+    llm = memory_llm()
+    memory = make("episodic_summary", tmp_path, llm=llm,
+                  config={"summarize_every": 20, "keep_recent": 5, "batch_size": 5})
+    agent = Agent(memory, llm)
+    agent.observe("My grandmother Rosalind grows orchids.", "Lovely.")
+    for i in range(19):
+        agent.observe(*filler(i))
+    assert len(agent.cycles) == 1
+    stats = agent.cycles[0]
+    assert stats.memories_created == 3 and stats.schemas_created == 0
+    assert stats.episodes_forgotten == 0 and stats.failures == []
+    assert len(memory.episodes.get_unconsolidated()) == 5  # the newest stay raw
+    ctx = memory.recall("What does Rosalind grow?")
+    summaries = [i for i in ctx.items if i.kind == "summary"]
+    assert summaries and any("Rosalind" in s.text for s in summaries)
+    episodes = [i for i in ctx.items if i.kind == "episode"]
+    consolidated = {ep.id for ep in memory.episodes.all() if ep.consolidated}
+    assert not {e.id for e in episodes} & consolidated  # summarised episodes left out
+    assert not memory.should_sleep()

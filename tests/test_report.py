@@ -1,0 +1,127 @@
+"""Figures, tables and summaries from hand-made results folders (no model, no kernel)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+from test_report_fixtures import write_results, write_run
+
+from memlab.errors import ConfigError
+from memlab.memory.base import CONDITIONS
+from memlab.report import data, figures, lab, summary, tables, write_paper
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return write_results(tmp_path_factory.mktemp("results"))
+
+
+def test_runs_frame_reads_complete_runs_only_in_condition_order(results):
+    runs = data.runs_frame(results)
+    assert len(runs) == 7 * (2 * 2 + 2)  # 7 conditions x (2 seeds x 2 LTM spans + 2 persona)
+    assert "running" not in set(runs["status"])
+    assert list(runs["condition"].cat.categories[:7]) == list(CONDITIONS)
+    assert set(runs["span"]) == {1000, 2000, 4000}
+
+
+def test_mean_ci_matches_a_t_interval():
+    mean, half, n = summary.mean_ci([1.0, 2.0, 3.0])
+    assert (mean, n) == (2.0, 3)
+    assert half == pytest.approx(4.303 * 1.0 / math.sqrt(3), rel=1e-3)
+    assert summary.mean_ci([5.0])[1] == 0.0
+    assert math.isnan(summary.mean_ci([])[0])
+
+
+def test_accuracy_and_tokens_per_condition_agree_with_the_files(results):
+    frame = summary.accuracy_tokens(data.scores_frame(results), data.turns_frame(results))
+    row = frame[(frame["suite"] == "ltm") & (frame["condition"] == "rag")].iloc[0]
+    scores = [json.loads(line) for path in results.glob("ltm-rag-*/scores.jsonl")
+              for line in path.read_text().splitlines()]
+    assert row["accuracy"] == pytest.approx(100 * sum(s["score"] for s in scores) / len(scores))
+    assert row["accuracy_n"] == len(scores)
+    assert row["tokens"] == pytest.approx(100 + 50 * CONDITIONS.index("rag"))
+
+
+def test_ltm_score_is_the_sum_over_types_of_the_mean(tmp_path):
+    write_run(tmp_path, "vanilla", "ltm", 0, 1000)
+    scores = data.scores_frame(tmp_path)
+    expected = scores.groupby("test_type")["fraction"].mean().sum()
+    frame = summary.ltm_by_span(scores)
+    assert frame.iloc[0]["score"] == pytest.approx(expected)
+    assert frame.iloc[0]["n_types"] == 4
+
+
+def test_table2_from_scores_gives_pre_post_and_delta(results):
+    frame = summary.table2_from_scores(data.scores_frame(results))
+    assert set(frame["probe"]) == {"delayed_recall", "cue_based_recall",
+                                   "cross_episode_integration", "schema_utilisation"}
+    assert (frame["delta"].round(6) == 20.0).all()  # the fixture adds 0.2 after sleep
+
+
+def test_persona_matrix_has_a_row_per_condition(results):
+    matrix = summary.persona_by_type(data.scores_frame(results))
+    assert list(matrix.index) == list(CONDITIONS)
+    assert matrix.shape[1] == 4 and matrix.values.min() >= 0 and matrix.values.max() <= 100
+
+
+def _is_png(path):
+    return path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_write_paper_writes_every_figure_and_table(results, tmp_path):
+    written = write_paper(results, tmp_path / "figures")
+    assert set(written["figures"]) == {"accuracy_vs_tokens", "ltm_vs_span", "persona_by_type",
+                                       "table2_sleep", "latency"}
+    for png, pdf in written["figures"].values():
+        assert _is_png(png) and png.stat().st_size > 20_000
+        assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 5_000
+    assert {"overview", "table1", "table2", "costs"} <= set(written["tables"])
+    csv, tex, md = written["tables"]["overview"]
+    overview = pd.read_csv(csv)
+    assert len(overview) == 14 and "accuracy_ci" in overview
+    assert "\\begin{tabular}" in tex.read_text() and md.read_text().startswith("| suite")
+
+
+def test_figures_use_one_colour_per_condition_in_condition_order():
+    palette = figures.colours()
+    assert list(palette) == list(CONDITIONS)
+    assert len(set(palette.values())) == len(CONDITIONS)
+
+
+def test_empty_results_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="no complete run"):
+        figures.write_figures(tmp_path, tmp_path / "out")
+    with pytest.raises(ConfigError, match="no such folder"):
+        data.runs_frame(tmp_path / "missing")
+    with pytest.raises(ConfigError, match="no complete run"):
+        tables.overview(tmp_path)
+
+
+def test_torn_last_line_is_ignored_but_a_torn_middle_line_is_an_error(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2')
+    assert data.read_jsonl(path) == [{"a": 1}]
+    path.write_text('{"a": 1}\n{"a": \n{"a": 3}\n')
+    with pytest.raises(ConfigError, match="line 2"):
+        data.read_jsonl(path)
+
+
+def test_lab_views_of_one_run(results):
+    run_dir = results / "persona-sleep-2000-s0"
+    assert lab.run_summary(run_dir)["condition"] == "sleep"
+    by_type = lab.scores_by_type(run_dir)
+    assert by_type["n"].sum() == 8
+    assert len(lab.table2(run_dir)) == 4
+    costs = lab.costs(run_dir)
+    assert costs.loc[("main", "needle"), "answers"] == 8
+
+
+def test_lab_rejects_bad_parameters_naming_them():
+    good = dict(condition="rag", suite="ltm", span=100, seed=0, llm="fake", embedder="hashing")
+    for field, bad in (("condition", "nope"), ("suite", "x"), ("llm", "gpt"), ("span", 0),
+                       ("seed", -1), ("embedder", "bert")):
+        with pytest.raises(ConfigError, match=f"parameter {field}="):
+            lab.check_parameters(**(good | {field: bad}))

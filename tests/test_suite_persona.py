@@ -1,0 +1,136 @@
+"""The Persona suite: generated history, the 7 question types, PersonaMem format round trip."""
+
+import csv
+import json
+
+import pytest
+
+from memlab.bench.base import Response
+from memlab.bench.suites.persona import QUESTION_TYPES, PersonaSuite
+from memlab.bench.suites.personamem import PersonaMemSuite, write_personamem
+from memlab.errors import ConfigError
+
+KINDS = {"outdated", "never_stated", "contradicting"}
+
+
+@pytest.fixture(scope="module")
+def suite32k():
+    return PersonaSuite(target_tokens=32000, seed=7)
+
+
+def test_32k_history_with_all_seven_question_types(suite32k):
+    events = suite32k.events()
+    history = [e for e in events if e.kind == "filler"]
+    assert 32000 <= suite32k.history_tokens <= 34000
+    assert all(e.reply for e in history)
+    questions = [e for e in events if e.kind == "question"]
+    assert set(QUESTION_TYPES) <= {q.test_type for q in questions}
+    assert events.index(questions[0]) == len(history)  # questions follow the history
+    sessions = {}
+    for e in history:
+        sessions[e.session_id] = sessions.get(e.session_id, 0) + 1
+    topical = [n for s, n in sessions.items() if s.startswith("session-")]
+    assert all(10 <= n <= 30 for n in topical) and len(topical) >= 12
+    assert any(s.startswith("offtopic-") for s in sessions)
+
+
+def test_question_metadata_feeds_the_metrics(suite32k):
+    events = suite32k.events()
+    for q in (e for e in events if e.kind == "question"):
+        assert q.store is False and len(q.options) == 4 and len(set(q.options)) == 4
+        kinds = q.metadata["distractor_kinds"]
+        assert kinds[q.answer_index] == "correct" and kinds.count("correct") == 1
+        assert set(kinds) - {"correct"} <= KINDS
+        assert q.metadata["evidence_indices"] == [e["event_index"] for e in q.metadata["evidence"]]
+        assert q.metadata["topic"] and q.metadata["evidence"]
+        for ev in q.metadata["evidence"]:
+            hist = events[ev["event_index"]]
+            assert hist.session_id == ev["session_id"] and hist.metadata["evidence"] is True
+    evolution = [e for e in events if e.test_type == "track_full_preference_evolution"]
+    assert all(len(set(q.metadata["evidence_sessions"])) >= 2 for q in evolution)  # cross-episode
+    probes = [e for e in events if e.metadata.get("probe")]
+    assert probes
+    for p in probes:  # cue-based: a fragment of the evidence as cue, the masked detail as answer
+        evidence_text = events[p.metadata["evidence"][0]["event_index"]].text
+        assert p.metadata["cue"] in evidence_text and p.metadata["masked"] in evidence_text
+        assert p.options[p.answer_index] == p.metadata["masked"]
+
+
+def test_preferences_change_with_dated_reasons(suite32k):
+    suite32k.events()
+    for pref in suite32k.plan.prefs:
+        assert len(pref.history) >= 2
+        assert all(a.liked != b.liked for a, b in zip(pref.history, pref.history[1:], strict=False))
+        assert all(a.date < b.date for a, b in zip(pref.history, pref.history[1:], strict=False))
+
+
+def test_scoring_by_final_answer_and_by_logprob_choice():
+    suite = PersonaSuite(target_tokens=3000, seed=1)
+    qs = [e for e in suite.events() if e.kind == "question"]
+    letters = "abcd"
+    right = {q.index: Response(index=q.index, reply=f"<final_answer>({letters[q.answer_index]})</final_answer>")
+             for q in qs}
+    assert all(s.score == 1 for s in suite.score(right))
+    wrong = {q.index: Response(index=q.index, choice=(q.answer_index + 1) % 4) for q in qs}
+    scores = suite.score(wrong)
+    assert all(s.score == 0 and s.metadata["by_logprob"] for s in scores)
+    assert {s.metadata["chosen_kind"] for s in scores} <= KINDS
+    assert all(s.metadata["chosen"] is None for s in suite.score({}))
+
+
+def test_generation_is_deterministic_and_sized():
+    a = PersonaSuite(target_tokens=8000, seed=3).events()
+    b = PersonaSuite(target_tokens=8000, seed=3).events()
+    assert [e.model_dump() for e in a] == [e.model_dump() for e in b]
+    assert len(PersonaSuite(target_tokens=16000, seed=3).events()) > len(a)
+
+
+def test_memlab_written_sample_loads_back_identically(tmp_path):
+    suite = PersonaSuite(target_tokens=5000, seed=11)
+    questions, contexts = write_personamem(suite, tmp_path, size="5k")
+    assert questions.name == "questions_5k.csv" and contexts.name == "shared_contexts_5k.jsonl"
+    loaded = PersonaMemSuite(questions, contexts)
+    assert [e.model_dump() for e in loaded.events()] == [e.model_dump() for e in suite.events()]
+    assert loaded.persona == suite.persona
+    row = next(csv.DictReader(questions.open()))
+    assert row["correct_answer"].startswith("(") and row["all_options"].startswith("['(a) ")
+
+
+def test_loader_reads_published_personamem_rows(tmp_path):
+    ctx = [{"role": "system", "content": "Current user persona: Name: Kai"},
+           {"role": "user", "content": "User: I love rock climbing."},
+           {"role": "assistant", "content": "Assistant: Nice!"},
+           {"role": "user", "content": "User: I also paint."},
+           {"role": "user", "content": "User: Lately I dislike climbing."},
+           {"role": "assistant", "content": "Assistant: Noted."}]
+    (tmp_path / "shared_contexts_32k.jsonl").write_text(json.dumps({"abc": ctx}) + "\n")
+    options = repr(["(a) You love climbing.", '(b) You\'ve gone off climbing lately.',
+                    "(c) You never climb.", "(d) You paint walls."])
+    rows = [{"persona_id": "1", "question_id": "q1", "question_type": "recall_user_shared_facts",
+             "topic": "hobbies", "user_question_or_message": "What do I think of climbing?",
+             "correct_answer": "(a)", "all_options": options, "shared_context_id": "abc",
+             "end_index_in_shared_context": "3"},
+            {"persona_id": "1", "question_id": "q2", "question_type": "acknowledge_latest_user_preferences",
+             "topic": "hobbies", "user_question_or_message": "Climbing tomorrow?",
+             "correct_answer": "(b)", "all_options": options, "shared_context_id": "abc",
+             "end_index_in_shared_context": "6"}]
+    with (tmp_path / "questions_32k.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    suite = PersonaMemSuite(tmp_path / "questions_32k.csv", tmp_path / "shared_contexts_32k.jsonl")
+    kinds = [(e.kind, e.text[:12]) for e in suite.events()]
+    assert kinds == [("filler", "User: I love"), ("question", "What do I th"),
+                     ("filler", "User: I also"), ("filler", "User: Lately"),
+                     ("question", "Climbing tom")]
+    events = suite.events()
+    assert events[0].reply == "Assistant: Nice!" and events[2].reply is None
+    assert events[4].options[1] == "You've gone off climbing lately." and events[4].answer_index == 1
+    assert suite.persona.startswith("Current user persona")
+    rows[0]["correct_answer"] = "(z)"
+    with (tmp_path / "questions_32k.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with pytest.raises(ConfigError, match="correct_answer"):
+        PersonaMemSuite(tmp_path / "questions_32k.csv", tmp_path / "shared_contexts_32k.jsonl")

@@ -1,0 +1,150 @@
+"""Tables from a results folder: shape, counts, confidence intervals, exports."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from test_runner import TinySuite, fake_reply, scripted_factory
+
+from memlab.bench import tables
+from memlab.bench.base import Response, SuiteEvent, TestScore
+from memlab.bench.runner import run
+from memlab.errors import ConfigError
+from memlab.llm.fake import FakeLLM
+
+KINDS = ["correct", "outdated", "contradicting", "never_stated"]
+
+
+class PersonaLike(TinySuite):
+    """TinySuite with persona question metadata; question types alternate."""
+
+    name = "persona"
+
+    def events(self):
+        events = super().events()
+        out = []
+        for e in events:
+            if e.kind == "question":
+                n = int(e.test_id[1:])
+                e = e.model_copy(update={
+                    "test_type": ("recall_user_shared_facts", "generalize_to_new_scenarios")[n % 2],
+                    "metadata": {**e.metadata, "distractor_kinds": KINDS, "topic": "colours",
+                                 "evidence_indices": [0, e.metadata["evidence_indices"][0]]}})
+            out.append(e)
+        return out
+
+
+class LtmLike(TinySuite):
+    """Free questions (no options), scored 0, 1, 1, 0; types colours/shopping alternate."""
+
+    name = "ltm"
+
+    def events(self):
+        return [e.model_copy(update={"options": None, "answer_index": None})
+                for e in super().events()]
+
+    def score(self, responses: dict[int, Response]) -> list[TestScore]:
+        return [s.model_copy(update={"test_type": ("colours", "shopping")[i % 2],
+                                     "score": float(i in (1, 2))})
+                for i, s in enumerate(super().score(responses))]
+
+
+def picky_reply(messages) -> str:
+    """(a) for the favourite-colour question when red/blue are first, else (d)."""
+    text = messages[-1].content
+    if "<final_answer>" in text:
+        return "<final_answer>(a)</final_answer>" if "(a) red" in text else \
+            "<final_answer>(d)</final_answer>"
+    return fake_reply(messages)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    for seed in (0, 1):
+        run(PersonaLike(sessions=3), "vanilla", llm=FakeLLM([picky_reply]), results_dir=root,
+            seed=seed, progress=False)
+        run(PersonaLike(sessions=3), "sleep", llm=FakeLLM([picky_reply]), results_dir=root,
+            seed=seed, progress=False, probes_sleep=True, agent_factory=scripted_factory)
+    run(LtmLike(sessions=4), "vanilla", llm=FakeLLM([fake_reply]), results_dir=root,
+        progress=False)
+    # an unfinished run is ignored
+    (root / "broken").mkdir()
+    (root / "broken" / "manifest.json").write_text(json.dumps({"status": "running"}))
+    return root
+
+
+def test_table1_rows_counts_and_intervals(results):
+    t1 = tables.table1(results)
+    assert set(zip(t1.suite, t1.condition, strict=True)) == {
+        ("persona", "vanilla"), ("persona", "sleep"), ("ltm", "vanilla")}
+    row = t1[(t1.suite == "persona") & (t1.condition == "vanilla")].iloc[0]
+    assert row.runs == 2 and row.long_horizon_qa_n == 6
+    assert row.long_horizon_qa == pytest.approx(2 / 6)  # only the "red" question answered (a)
+    assert row.long_horizon_qa_ci_low < row.long_horizon_qa < row.long_horizon_qa_ci_high
+    assert row.hallucination_rate == pytest.approx(4 / 6)  # (d) is the never-stated option
+    assert row.multi_session_continuity == 0 and row.multi_session_continuity_n == 4  # vanilla
+    sleep = t1[(t1.suite == "persona") & (t1.condition == "sleep")].iloc[0]
+    assert sleep.multi_session_continuity == 0  # scripted memory recalls only the last 3 turns
+    assert row.prompt_tokens > 0 and row.completion_tokens > 0 and row.latency_s >= 0
+    ltm = t1[t1.suite == "ltm"].iloc[0]
+    assert ltm.long_horizon_qa == pytest.approx(2 / 4) and ltm.long_horizon_qa_n == 4
+
+
+def test_table2_pre_post_delta(results):
+    t2 = tables.table2(results)
+    assert list(t2.metric) == ["delayed_recall", "cue_based_recall", "cross_episode_integration",
+                               "schema_utilisation", "schema_generalisation"]
+    assert set(t2.condition) == {"sleep"}
+    util = t2.set_index("metric").loc["schema_utilisation"]
+    assert (util.pre, util.post, util.delta) == (0.0, 1.0, 1.0)  # the schema appears after sleep
+    assert util.pre_n == util.post_n == util.delta_n == 6
+    cross = t2.set_index("metric").loc["cross_episode_integration"]
+    assert cross.pre_n == 4 and cross.delta == 0
+    assert tables.table2(results, condition="vanilla").empty
+
+
+def test_ltm_scores_sum_of_type_means(results):
+    frame = tables.ltm_scores(results)
+    assert list(frame.test_type) == ["colours", "shopping", "total"]
+    by_type = frame.set_index("test_type")
+    assert by_type.loc["colours", "score"] == 0.5 and by_type.loc["shopping", "score"] == 0.5
+    total = by_type.loc["total"]
+    assert total.score == 1.0 and total.max_score == 2 and total.n == 4
+    assert total.ci_low < total.score < total.ci_high
+
+
+def test_persona_by_type_and_costs(results):
+    frame = tables.persona_by_type(results)
+    vanilla = frame[frame.condition == "vanilla"].set_index("test_type")
+    assert set(vanilla.index) == {"all", "recall_user_shared_facts", "generalize_to_new_scenarios"}
+    assert vanilla.loc["all", "n"] == 6 and vanilla.loc["recall_user_shared_facts", "n"] == 4
+    assert vanilla.loc["recall_user_shared_facts", "accuracy"] == 0.5
+    cost = tables.costs(results)
+    row = cost[(cost.suite == "persona") & (cost.condition == "sleep")].iloc[0]
+    assert row.answers == 2 * (3 + 3 + 6) and row.llm_calls_paid == 2 * (12 + 1)
+    assert row.prompt_tokens_memory > 0 and row.prompt_tokens_ci_low <= row.prompt_tokens
+    assert cost.set_index(["suite", "condition"]).loc[("persona", "vanilla"),
+                                                       "prompt_tokens_memory"] == 0
+
+
+def test_export_writes_seed_file_names(results, tmp_path):
+    paths = tables.export(results, tmp_path, timestamp="20240101_000000")
+    for name in ("results_20240101_000000.json", "table1_20240101_000000.csv",
+                 "table2_20240101_000000.csv", "table1_20240101_000000.md",
+                 "table2_20240101_000000.tex"):
+        assert (tmp_path / name).exists(), name
+    assert len(pd.read_csv(paths["table1"])) == 3
+    payload = json.loads(paths["results"].read_text())
+    assert len(payload["runs"]) == 5 and len(payload["table2"]) == 5
+
+
+def test_missing_folder_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="results_dir"):
+        tables.table1(tmp_path / "nope")
+
+
+def test_suite_event_reexport():  # tables read what the runner writes: keep SuiteEvent fields
+    assert {"options", "answer_index", "metadata"} <= set(SuiteEvent.model_fields)

@@ -1,0 +1,223 @@
+"""The Taskforce ReAct agent end to end on a scripted FakeLLM and a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from pydantic import ValidationError
+
+from memlab.errors import VersionConflictError
+from memlab.llm.fake import FakeLLM
+from memlab.models.taskforce import (
+    Action,
+    Observation,
+    PlanStatus,
+    SessionStatus,
+    TaskStatus,
+    Thought,
+    TodoItem,
+    TodoList,
+)
+from memlab.stores.sql import SqlStore
+from memlab.taskforce.lessons import EXTRACT_SYSTEM
+from memlab.taskforce.planner import PLANNER_SYSTEM, Planner, execution_order
+from memlab.taskforce.react import REACT_SYSTEM, TaskforceAgent
+from memlab.taskforce.repository import TaskforceRepository
+from memlab.taskforce.tools import Toolbox
+
+MISSION = "Compute 12 * 3, add 6 to it, then divide the sum by 7."
+PLAN = {"items": [
+    {"position": 0, "description": "Multiply 12 by 3", "acceptance_criteria": ["a number"]},
+    {"position": 1, "description": "Add 6 to the product", "acceptance_criteria": ["a number"],
+     "dependencies": [0]},
+    {"position": 2, "description": "Divide the sum by 7", "acceptance_criteria": ["a number"],
+     "dependencies": [1]},
+]}
+LESSON_TEXT = "Chain calculator calls, feeding each result into the next expression."
+LESSONS = {"lessons": [{
+    "context": "Multi-step arithmetic missions where each step uses the previous result.",
+    "what_worked": "One calculator call per step", "lesson": LESSON_TEXT,
+    "confidence": 0.9, "tool_name": "calculator"}]}
+
+
+class Script:
+    """Routes on the system prompt; computes each step's expression from its dependencies."""
+
+    def __init__(self, plan=PLAN, bad_plan_first=False):
+        self.plan, self.bad_plan_first = plan, bad_plan_first
+        self.planner_prompts: list[str] = []
+        self.step_prompts: list[str] = []
+
+    def __call__(self, messages):
+        system, user = messages[0].content, messages[1].content
+        if system == PLANNER_SYSTEM:
+            self.planner_prompts.append(user)
+            if self.bad_plan_first and len(messages) == 2:
+                cyclic = json.loads(json.dumps(self.plan))
+                cyclic["items"][0]["dependencies"] = [2]
+                return json.dumps(cyclic)
+            return json.dumps(self.plan)
+        if system == EXTRACT_SYSTEM:
+            return json.dumps(LESSONS)
+        assert system == REACT_SYSTEM
+        self.step_prompts.append(user)
+        return json.dumps(self.step(user))
+
+    @staticmethod
+    def step(prompt):
+        position = int(re.search(r"Current step: (\d+)", prompt).group(1))
+        if not re.search(r"Observations so far:\nnone\b", prompt):
+            return {"thought": "The tool answered; the criteria are met.", "action": "complete"}
+        deps = re.search(r"Results of dependencies: \{\d+: ([\d.]+)\}", prompt)
+        expression = {0: "12 * 3", 1: f"{deps and deps.group(1)} + 6",
+                      2: f"{deps and deps.group(1)} / 7"}[position]
+        return {"thought": f"I will compute {expression}.", "action": "tool_call",
+                "tool": "calculator", "arguments": {"expression": expression}}
+
+
+@pytest.fixture
+def repo(tmp_path):
+    repository = TaskforceRepository(SqlStore(path=tmp_path / "taskforce.sqlite"))
+    yield repository
+    repository.close()
+
+
+def make_agent(repo, tmp_path, script):
+    return TaskforceAgent(FakeLLM([script]), repo, Toolbox.default(tmp_path / "sandbox"))
+
+
+def test_mission_planned_into_three_dependent_items_and_executed(repo, tmp_path):
+    script = Script()
+    events = []
+    result = make_agent(repo, tmp_path, script).run(MISSION, on_event=events.append)
+    assert result.succeeded, result.error
+    assert result.answers == {0: 36, 1: 42, 2: 6.0}
+    plan = repo.get_plan(result.todolist.todolist_id)
+    assert plan.status is PlanStatus.COMPLETED
+    assert [i.dependencies for i in plan.items] == [[], [0], [1]]
+    assert all(i.status is TaskStatus.COMPLETED and i.chosen_tool == "calculator"
+               for i in plan.items)
+    assert plan.items[2].execution_result.output == 6.0
+    assert repo.get_session(result.session.session_id).status is SessionStatus.COMPLETED
+    assert events == result.events
+
+
+def test_events_stream_in_thought_action_observation_order(repo, tmp_path):
+    agent = make_agent(repo, tmp_path, Script())
+    stream = agent.stream(MISSION)
+    events = list(stream)
+    kinds = [type(e) for e in events]
+    assert kinds == [Thought, Action, Observation] * 6
+    assert [e.step_id for e in events] == [s for s in range(6) for _ in range(3)]
+    first = events[2]
+    assert first.success and first.result == 36
+    with pytest.raises(ValidationError, match="frozen"):  # immutable domain events
+        first.result = 0
+
+
+def test_state_versions_increase_and_history_rows_recorded(repo, tmp_path):
+    result = make_agent(repo, tmp_path, Script()).run(MISSION)
+    session_id = result.session.session_id
+    versions = [s.version for s in repo.states(session_id)]
+    assert versions == list(range(1, len(versions) + 1)) and len(versions) == 9
+    last = repo.latest_state(session_id).state_json
+    assert last["status"] == "completed" and last["answers"] == {"0": 36, "1": 42, "2": 6.0}
+    history = repo.history(session_id)
+    assert [h.step_id for h in history] == list(range(6))
+    assert [h.action for h in history] == ["calculator", "complete"] * 3
+    assert history[0].observation == "36" and history[0].thought.startswith("I will compute")
+
+
+def test_stale_state_write_raises_and_changes_nothing(repo, tmp_path):
+    result = make_agent(repo, tmp_path, Script()).run(MISSION)
+    session_id = result.session.session_id
+    before = repo.latest_state(session_id)
+    with pytest.raises(VersionConflictError, match="stale"):
+        repo.commit_state(session_id, {"mission": "overwritten"}, base_version=3)
+    after = repo.latest_state(session_id)
+    assert after.version == before.version and after.state_json == before.state_json
+
+
+def test_concurrent_writer_makes_the_session_fail_with_the_conflict_recorded(repo, tmp_path):
+    agent = make_agent(repo, tmp_path, Script())
+
+    def intruder(event):
+        if isinstance(event, Observation) and event.step_id == 0:
+            latest = repo.latest_state(event.session_id)
+            repo.commit_state(event.session_id, {"by": "another writer"}, latest.version)
+
+    result = agent.run(MISSION, on_event=intruder)
+    assert result.session.status is SessionStatus.FAILED
+    assert "VersionConflictError" in result.error
+    states = repo.states(result.session.session_id)
+    assert states[-2].state_json == {"by": "another writer"}  # the other write survived
+    assert states[-1].state_json["error"] == result.error
+
+
+def test_lesson_from_session_one_appears_in_session_two_prompts(repo, tmp_path):
+    first = make_agent(repo, tmp_path, Script()).run(MISSION)
+    assert [lesson.lesson for lesson in first.lessons_learned] == [LESSON_TEXT]
+    assert not first.lessons_used
+    assert LESSON_TEXT not in "".join(Script().planner_prompts)
+    script = Script()
+    second = make_agent(repo, tmp_path, script).run("Compute 5 * 5 and then add 6, divide by 7")
+    assert [lesson.lesson for lesson in second.lessons_used] == [LESSON_TEXT]
+    assert LESSON_TEXT in script.planner_prompts[0]
+    assert all(LESSON_TEXT in prompt for prompt in script.step_prompts)
+
+
+def test_cyclic_plan_is_re_asked_with_the_error(repo, tmp_path):
+    script = Script(bad_plan_first=True)
+    llm = FakeLLM([script])
+    plan = Planner(llm).plan("s", MISSION)
+    assert execution_order(plan) == [0, 1, 2]
+    assert llm.calls == 2
+    assert "cycle" in llm.history[1][-1].content
+
+
+def test_execution_order_is_topological_not_positional():
+    items = [TodoItem(position=0, description="last", acceptance_criteria=["x"],
+                      dependencies=[1, 2]),
+             TodoItem(position=1, description="middle", acceptance_criteria=["x"],
+                      dependencies=[3]),
+             TodoItem(position=2, description="free", acceptance_criteria=["x"]),
+             TodoItem(position=3, description="first", acceptance_criteria=["x"])]
+    order = execution_order(TodoList(session_id="s", mission="m", items=items))
+    assert order == [2, 3, 1, 0]
+    for item in items:
+        assert all(order.index(d) < order.index(item.position) for d in item.dependencies)
+
+
+def test_failing_tool_is_observed_and_the_agent_recovers(repo, tmp_path):
+    class Flaky(Script):
+        def step(self, prompt):
+            if "Current step: 0" in prompt and re.search(r"so far:\nnone\b", prompt):
+                return {"thought": "Try the shell.", "action": "tool_call", "tool": "shell",
+                        "arguments": {"cmd": "rm -rf /"}}
+            if "Current step: 0" in prompt and "error:" in prompt and "->" in prompt \
+                    and prompt.count("->") == 1:
+                return {"thought": "Use the calculator.", "action": "tool_call",
+                        "tool": "calculator", "arguments": {"expression": "12 * 3"}}
+            return Script.step(prompt)
+
+    result = make_agent(repo, tmp_path, Flaky()).run(MISSION)
+    assert result.succeeded and result.answers[0] == 36
+    failed = [e for e in result.events if isinstance(e, Observation) and not e.success]
+    assert len(failed) == 1 and "unknown tool 'shell'" in failed[0].error
+
+
+def test_garbage_from_the_model_fails_the_session_cleanly(repo, tmp_path):
+    def reply(messages):
+        if messages[0].content == PLANNER_SYSTEM:
+            return json.dumps(PLAN)
+        return "I refuse to answer in JSON."
+
+    result = TaskforceAgent(FakeLLM([reply]), repo, Toolbox.default(tmp_path)).run(MISSION)
+    assert result.session.status is SessionStatus.FAILED
+    assert "StructuredOutputError" in result.error
+    plan = repo.get_plan(result.todolist.todolist_id)
+    assert [i.status for i in plan.items] == [TaskStatus.FAILED, TaskStatus.SKIPPED,
+                                              TaskStatus.SKIPPED]
+    assert not repo.lessons_for(MISSION)
