@@ -9,6 +9,8 @@ printed (reported, not asserted: a 0.5B model is not always right).
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from services import require_or_skip
 
@@ -88,4 +90,37 @@ def test_thirty_turns_fact_then_question(key, local_llm, minilm, tmp_path):
         print(f"\n[hybrid] extractions={memory.extractions} failures={memory.failures}")
     ANSWERS[key] = "ottilie" in question.reply.lower()
     print(f"\n[{key}] reply: {question.reply!r}")
+    memory.close()
+
+
+def says(text: str, word: str) -> bool:
+    return re.search(rf"\b{word}\b", text, re.IGNORECASE) is not None
+
+
+def test_hybrid_newer_colour_supersedes_the_older_on_the_real_model(local_llm, minilm, tmp_path):
+    """A pipeline property on the 0.5B model: extraction -> promotion -> supersession."""
+    memory = MEMORIES.create("hybrid", scope=Scope(user_id="persona-2"), llm=local_llm,
+                             embedder=minilm, workdir=tmp_path,
+                             config={"extract_max_tokens": 96})
+    agent = Agent(memory, local_llm, max_tokens=16)
+    agent.interact("My favourite colour is red.")
+    for user, assistant in FILLER[:2]:
+        agent.observe(user, assistant)
+    agent.interact("Actually my favourite colour is now blue.")
+    facts = memory.facts.all()
+    print(f"\n[hybrid supersession] extractions={memory.extractions} failures={memory.failures}")
+    for f in facts:
+        print(f"  turn {f.turn_number} {f.source} subject={f.subject!r} content={f.content!r} "
+              f"superseded_by={f.superseded_by[:8]!r}")
+    current = {f.id: f for f in facts if not f.superseded_by and f.kind == "fact"}
+    colour = [f for f in current.values() if "colour" in f.subject]
+    assert len(colour) == 1 and says(colour[0].content, "blue")
+    assert colour[0].turn_number == 4
+    assert not any(says(f.content, "red") for f in current.values())
+    red = [f for f in facts if says(f.content, "red")]
+    assert red and all(f.superseded_by for f in red)
+    assert colour[0].id in {f.superseded_by for f in red}
+    recalled = [i for i in memory.recall("What is my favourite colour?").items if i.kind == "fact"]
+    assert any(says(i.text, "blue") for i in recalled)
+    assert not any(says(i.text, "red") for i in recalled)
     memory.close()

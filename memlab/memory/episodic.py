@@ -107,6 +107,15 @@ class EpisodicMemory(MemorySystem):
             self.episodes.mark_accessed([item.id for item in items])
         return items, history
 
+    def episode_turns(self, episode_ids: list[str]) -> list[int]:
+        """Sorted turn numbers of the given episodes (each records its turn in ``context``)."""
+        turns = set()
+        for episode_id in episode_ids:
+            episode = self.episodes.get(episode_id)
+            if episode is not None and isinstance(episode.context.get("turn_number"), int):
+                turns.add(episode.context["turn_number"])
+        return sorted(turns)
+
     def keep_episode(self, episode: Episode) -> bool:
         """Whether a relevant episode goes into the prompt (subclasses filter)."""
         return True

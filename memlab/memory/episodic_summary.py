@@ -66,7 +66,8 @@ class EpisodicSummaryMemory(EpisodicMemory):
         if not k or not self.consolidated.count():
             return []
         return [MemoryItem(id=m.id, kind=kind, text=m.summary, score=sim,
-                           metadata={"key_concepts": m.key_concepts})
+                           metadata={"key_concepts": m.key_concepts,
+                                     "turn_numbers": self.episode_turns(m.source_episode_ids)})
                 for m, sim in self.consolidated.get_relevant_scored(query, k=k)]
 
     def recall(self, query: str) -> MemoryContext:

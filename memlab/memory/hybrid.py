@@ -35,6 +35,14 @@ class HybridConfig(BaseModel):
         "every_turn", description="every_turn: the LLM extractor sees each exchange; cue: only "
         "exchanges whose user message speaks in the first person (cheaper)")
     extract_max_tokens: int = Field(192, ge=16, description="reply limit of the extractor")
+    check_candidates: bool = Field(
+        True, description="drop LLM candidates sharing no word with the user's message and let "
+        "a first-person rule candidate ('my X is Y') replace a weaker one on the same subject")
+    subject_similarity: float | None = Field(
+        0.88, ge=0, le=1, description="MiniLM cosine similarity of two normalised subjects at "
+        "which a new fact supersedes the current one (None: identical subjects only). Measured "
+        "with MiniLM: favourite film/movie 0.96, favourite colour/favorite color 0.94, but "
+        "wife/husband name 0.87 and sister/brother name 0.77, hence 0.88 rather than 0.8")
     consolidate_every: int = Field(1, ge=1, description="ConsolidationAgent runs every N turns")
     redis_url: str | None = Field(None, description="operating memory server (else MEMLAB_REDIS_URL)")
 
@@ -53,7 +61,8 @@ class HybridMemory(MemorySystem):
         self._owns_operating = operating is None
         self.operating = operating or open_operating_memory(self.config.redis_url)
         self.operating.set_archive_hook(self.archive_workspace)
-        self.facts = DistilledFactStore(self.folder.path, self.scope.key, self.embedder)
+        self.facts = DistilledFactStore(self.folder.path, self.scope.key, self.embedder,
+                                        subject_similarity=self.config.subject_similarity)
         self.consolidator = ConsolidationAgent(self.facts,
                                                promote_threshold=self.config.promote_threshold,
                                                max_pending=self.config.max_pending)
@@ -70,7 +79,8 @@ class HybridMemory(MemorySystem):
         state = self.state()
         gated = self.config.extraction_gate == "cue" and not CUE.search(exchange.user)
         candidates, extractor, failure = ([], "none", None) if gated else extract_candidates(
-            self.llm, exchange, max_tokens=self.config.extract_max_tokens)
+            self.llm, exchange, max_tokens=self.config.extract_max_tokens,
+            check=self.config.check_candidates)
         self.extractions[extractor] += 1
         if failure:
             self.failures.append(f"turn {exchange.turn_number}: {failure}")
@@ -89,11 +99,16 @@ class HybridMemory(MemorySystem):
         pad = state.scratchpad
         recent = pad.get("recent_turns", []) + [exchange.model_dump(mode="json")]
         notes = dict(pad.get("notes", {}))  # subject -> latest note: a newer one replaces it
+        note_turns = dict(pad.get("note_turns", {}))  # subject -> turn the note came from
         for candidate in candidates:
-            notes.pop(subject_key(candidate.subject), None)
-            notes[subject_key(candidate.subject)] = candidate.content
+            key = subject_key(candidate.subject)
+            notes.pop(key, None)
+            notes[key] = candidate.content
+            note_turns[key] = exchange.turn_number
+        notes = dict(list(notes.items())[-5:])
         state.scratchpad = {"turn_number": exchange.turn_number, "extractor": extractor,
-                            "notes": dict(list(notes.items())[-5:]),
+                            "notes": notes,
+                            "note_turns": {k: note_turns[k] for k in notes if k in note_turns},
                             "recent_turns": recent[-self.config.recent_turns:]
                             if self.config.recent_turns else []}
 
@@ -101,11 +116,15 @@ class HybridMemory(MemorySystem):
         pad = self.state().scratchpad
         items = []
         if pad.get("notes"):
+            turns = sorted(set(pad.get("note_turns", {}).values()))
             items.append(MemoryItem(id=f"scratchpad:{self.agent_id}", kind="scratchpad",
-                                    text="Notes: " + "; ".join(pad["notes"].values())))
+                                    text="Notes: " + "; ".join(pad["notes"].values()),
+                                    metadata={"turn_numbers": turns}))
         for fact, similarity in self.facts.relevant(query, self.config.top_k_facts):
+            turns = [fact.turn_number] if fact.source != "workspace" else []
             items.append(MemoryItem(id=fact.id, kind=fact.kind, text=fact.content,
-                                    score=similarity, metadata={"subject": fact.subject}))
+                                    score=similarity, metadata={"subject": fact.subject,
+                                                                "turn_numbers": turns}))
         history = [Exchange.model_validate(t) for t in pad.get("recent_turns", [])]
         return MemoryContext(items=items, history=history)
 

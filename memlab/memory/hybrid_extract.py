@@ -2,7 +2,10 @@
 
 The LLM extracts facts through ``complete_json``; only when its output cannot be repaired (or
 the call fails) does a cheap rule-based extractor stand in. Every candidate records which one
-produced it.
+produced it. With ``check=True`` the LLM's candidates are checked against the user's own words
+(a small model often copies the assistant's reply or invents a fact): a candidate sharing no
+content word with the user's message is dropped, and a first-person rule candidate ("my X is
+Y") on the same subject replaces an LLM candidate that carries fewer of the user's words.
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ Extractor = Literal["llm", "rules", "none"]
 
 EXTRACT_PROMPT = (
     "You read one exchange between a user and an assistant and list durable facts the USER "
-    "states about themselves, their life, preferences or plans (not questions, not small talk). "
-    "For each fact give: subject, what it is about in 1-4 words (e.g. daughter's name, "
-    "favourite colour); content, one full sentence about the user that keeps every name, "
-    "number and relation (e.g. The user's daughter is called Ottilie.); confidence, 0..1. "
+    "states about themselves, their life, preferences or plans (not questions, not small talk, "
+    "not what the assistant says). For each fact give: subject, the attribute only in 1-4 "
+    "words, never its value (e.g. favourite colour, son's name, home city); content, one full "
+    "sentence about the user that keeps every name, number and relation (e.g. The user's son "
+    "is called Felix.); confidence, 0..1. "
     'Reply with JSON only: {"candidates": [{"subject": ..., "content": ..., "confidence": ...}]}'
     ', or {"candidates": []} when there is no such fact.'
 )
@@ -33,13 +37,24 @@ _MY_X_IS = re.compile(r"\bmy ([a-z][a-z' -]{1,40}?) (?:is|are|was|=) ([^.?!;\n]{
 _I_VERB = re.compile(r"\bi (?:really )?(live|work|like|love|prefer|hate|study|am allergic to)"
                      r" (?:in |at |as )?([^.?!;,\n]{1,80})", re.IGNORECASE)
 _SPELLING = {"favorite": "favourite", "color": "colour", "colors": "colours"}
+_SUBJECT_STOP = {"the", "a", "an", "user", "users", "s", "my", "actually", "now", "current"}
+_COPULA = re.compile(r"\s(?:is|are|was|were|=)\s")
+_WORD = re.compile(r"[a-z0-9]+")
+_SENTENCE = re.compile(r"[^.?!\n]+[.?!]*")
+_FILLER_WORDS = {  # words that do not ground a fact in the user's message
+    "the", "and", "but", "for", "with", "that", "this", "these", "those", "are", "was", "were",
+    "has", "have", "had", "not", "you", "your", "user", "users", "said", "she", "her", "his",
+    "him", "they", "them", "their", "its", "our", "from", "about", "into", "will", "would",
+    "can", "could", "please", "remember", "tell", "know", "now", "actually", "just", "also",
+    "very", "really", "what", "which", "who", "how", "why", "when", "where", "there", "here"}
 
 
 class PromotionCandidate(BaseModel):
     """A fact staged for the ConsolidationAgent."""
 
-    subject: str = Field(min_length=1, description="what the fact is about (supersession key)")
-    content: str = Field(min_length=1, description="the fact as one sentence")
+    subject: str = Field(min_length=1, description="the attribute only, 1-4 words, without "
+                         "its value, e.g. favourite colour (the supersession key)")
+    content: str = Field(min_length=1, description="the fact about the user as one sentence")
     confidence: float = Field(ge=0.0, le=1.0)
     extractor: Extractor = "llm"
 
@@ -51,9 +66,24 @@ class ExtractionResult(BaseModel):
 
 
 def subject_key(subject: str) -> str:
-    """Normalised subject: lower case, words only, UK spelling ("Favorite Color" -> "favourite colour")."""
-    words = re.findall(r"[a-z0-9]+", subject.lower())
-    return " ".join(_SPELLING.get(w, w) for w in words if w not in {"the", "a", "an", "user", "s"})
+    """Normalised subject: the part before a copula, lower case, words only, no articles,
+    possessives or "my"/"user", UK spelling.
+
+    "Favorite Color" -> "favourite colour"; "My favourite colour is now blue" -> "favourite
+    colour"; "blue is my favourite colour" -> "favourite colour"; "User's daughter's name" ->
+    "daughter name".
+    """
+    text = subject.lower().replace("\u2019", "'")
+    head, *tail = _COPULA.split(f" {text} ", maxsplit=1)
+    if tail and tail[0].startswith("my "):  # inverted: "blue is my favourite colour"
+        head = tail[0]
+    words = _WORD.findall(head) or _WORD.findall(text)
+    return " ".join(_SPELLING.get(w, w) for w in words if w not in _SUBJECT_STOP)
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-case words of 3+ letters that can ground a fact (no pronouns or fillers)."""
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _FILLER_WORDS}
 
 
 def rule_based_candidates(exchange: Exchange, confidence: float = 0.75) -> list[PromotionCandidate]:
@@ -72,9 +102,34 @@ def rule_based_candidates(exchange: Exchange, confidence: float = 0.75) -> list[
     return found
 
 
-def extract_candidates(llm: LLMClient | None, exchange: Exchange, *,
-                       max_tokens: int = 192) -> tuple[list[PromotionCandidate], Extractor, str | None]:
-    """Candidates of one exchange, which extractor produced them, and the LLM failure if any."""
+def check_candidates(llm_found: list[PromotionCandidate],
+                     exchange: Exchange) -> list[PromotionCandidate]:
+    """The LLM's candidates grounded in the user's message, merged with the rule candidates.
+
+    A candidate is grounded when its content shares a content word with a statement of the
+    user (questions do not count: "Which planets have rings?" grounds no fact).
+    Candidates on the same subject (``subject_key``): the one carrying more of the user's words
+    is kept (ties: the LLM's). Rule candidates on new subjects are added.
+    """
+    said = set().union(*(content_words(sentence) for sentence in _SENTENCE.findall(exchange.user)
+                          if not sentence.rstrip().endswith("?")))
+    kept: dict[str, tuple[int, PromotionCandidate]] = {}
+    for source in (llm_found, rule_based_candidates(exchange)):
+        for candidate in source:
+            overlap = len(content_words(candidate.content) & said)
+            key = subject_key(candidate.subject) or candidate.subject
+            if overlap and (key not in kept or overlap > kept[key][0]):
+                kept[key] = (overlap, candidate)
+    return [candidate for _, candidate in kept.values()]
+
+
+def extract_candidates(llm: LLMClient | None, exchange: Exchange, *, max_tokens: int = 192,
+                       check: bool = False) -> tuple[list[PromotionCandidate], Extractor, str | None]:
+    """Candidates of one exchange, which extractor produced them, and the LLM failure if any.
+
+    Args:
+        check: ground the LLM's candidates in the user's message (``check_candidates``).
+    """
     if llm is None:
         return rule_based_candidates(exchange), "rules", "no llm"
     from memlab.llm.structured import complete_json
@@ -87,4 +142,5 @@ def extract_candidates(llm: LLMClient | None, exchange: Exchange, *,
         return rule_based_candidates(exchange), "rules", f"{type(exc).__name__}: {exc}"
     for candidate in result.candidates:
         candidate.extractor = "llm"
-    return result.candidates, "llm", None
+    found = check_candidates(result.candidates, exchange) if check else result.candidates
+    return found, "llm", None

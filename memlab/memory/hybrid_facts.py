@@ -1,7 +1,10 @@
 """hybrid: the long-term store of distilled facts and the ConsolidationAgent that fills it (DD-01).
 
 A newer fact about the same subject supersedes the older one: both stay stored, linked by
-``supersedes`` / ``superseded_by``; recall only searches current facts. Archived shared
+``supersedes`` / ``superseded_by``; recall only searches current facts. "Same subject" means
+the same normalised subject (``subject_key``) or, failing that, the current fact whose subject
+embeds closest to the new one, at or above ``subject_similarity`` (the new fact then takes over
+the older subject, so a chain keeps one key). Archived shared
 workspaces land here too (kind "event"). Facts live in SQLite with their embeddings in NumPy
 (the engine of the sleep stores), so a promotion costs no vector-database write.
 """
@@ -9,13 +12,18 @@ workspaces land here too (kind "event"). Facts live in SQLite with their embeddi
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from memlab.memory.hybrid_extract import PromotionCandidate, subject_key
 from memlab.models.operating import PersonalMemoryState
 from memlab.stores.records import ScopedRecordStore
+
+if TYPE_CHECKING:
+    from memlab.embed.base import Embedder
 
 
 class DistilledFact(BaseModel):
@@ -39,11 +47,18 @@ class DistilledFactStore(ScopedRecordStore[DistilledFact]):
     Args:
         path_or_workdir: the run folder (shares ``sleep_memory.sqlite``) or a ``.sqlite`` file.
         scope: whose facts these are.
-        embedder: for similarity search.
+        embedder: for similarity search (of contents, and of subjects for supersession).
+        subject_similarity: cosine similarity of two subjects at which a new fact supersedes
+            the current one (None: only identical normalised subjects supersede).
     """
 
     table = "distilled_facts"
     model = DistilledFact
+
+    def __init__(self, path_or_workdir: str | Path, scope: str, embedder: Embedder, *,
+                 subject_similarity: float | None = None):
+        self.subject_similarity = subject_similarity
+        super().__init__(path_or_workdir, scope, embedder)
 
     def text_of(self, record: DistilledFact) -> str:
         return record.content
@@ -54,20 +69,65 @@ class DistilledFactStore(ScopedRecordStore[DistilledFact]):
     def reload(self) -> None:
         super().reload()
         self._current = {f.subject: f.id for f in self._records if not f.superseded_by}
+        self._subjects: list[str] | None = None  # subject index, rebuilt on first use
+        self._subject_vectors = np.zeros((0, self.embedder.dim), np.float32)
 
     def current_id(self, subject: str) -> str | None:
         """Id of the current fact on ``subject`` (normalised), if any."""
         return self._current.get(subject)
 
+    def _subject_index(self) -> tuple[list[str], np.ndarray]:
+        """Subjects of current facts (kind "fact") and their vectors, built once per load;
+        a subject never stops being current (a superseding fact takes it over)."""
+        if self._subjects is None:
+            subjects = [s for s, fid in self._current.items()
+                        if self._records[self._row_of[fid]].kind == "fact"]
+            vectors = (self.embedder.embed(subjects) if subjects
+                       else np.zeros((0, self.embedder.dim), np.float32))
+            self._subjects, self._subject_vectors = subjects, np.asarray(vectors, np.float32)
+        return self._subjects, self._subject_vectors[: len(self._subjects)]
+
+    def _index_subject(self, subject: str, vector: np.ndarray | None) -> None:
+        subjects, _ = self._subject_index()
+        if subject in self._current:
+            return
+        if vector is None:
+            vector = self.embedder.embed([subject])[0]
+        if len(subjects) == len(self._subject_vectors):  # grow by doubling
+            grown = np.zeros((max(16, 2 * len(subjects)), self.embedder.dim), np.float32)
+            grown[: len(subjects)] = self._subject_vectors[: len(subjects)]
+            self._subject_vectors = grown
+        self._subject_vectors[len(subjects)] = vector
+        subjects.append(subject)
+
+    def similar_subject(self, subject: str) -> tuple[str | None, np.ndarray]:
+        """The current fact subject closest to ``subject`` at or above ``subject_similarity``
+        (None when there is none) and the vector of ``subject``."""
+        subjects, matrix = self._subject_index()
+        vector = self.embedder.embed([subject])[0]
+        if not subjects:
+            return None, vector
+        sims = matrix @ vector
+        best = int(np.argmax(sims))
+        return (subjects[best] if sims[best] >= self.subject_similarity else None), vector
+
     def add_fact(self, fact: DistilledFact) -> DistilledFact:
-        """Store ``fact``; the current fact on its subject, if any, is superseded (kept)."""
+        """Store ``fact``; the current fact on its subject (exact, else similar), if any, is
+        superseded (kept, with ``superseded_by``)."""
         with self._lock:
-            old_id = self.current_id(fact.subject)
+            old_id, vector = self.current_id(fact.subject), None
+            if old_id is None and fact.kind == "fact" and self.subject_similarity is not None:
+                match, vector = self.similar_subject(fact.subject)
+                if match is not None:
+                    fact = fact.model_copy(update={"subject": match})
+                    old_id = self.current_id(match)
             if old_id and old_id != fact.id:
                 fact = fact.model_copy(update={"supersedes": old_id})
             self._insert([fact])
             if fact.supersedes:
                 self._modify([old_id], lambda old: setattr(old, "superseded_by", fact.id))
+            elif fact.kind == "fact" and self.subject_similarity is not None:
+                self._index_subject(fact.subject, vector)
             self._current[fact.subject] = fact.id
             return fact
 

@@ -1,7 +1,8 @@
 """sleep (seed 002 SleepConsolidatedAgent): episodic memory + the full four-phase sleep cycle.
 
 recall (seed 002 sequence diagram) = get_recent(5) + relevant episodes (forgotten ones
-excluded) + relevant consolidated memories + schemas related to their concepts. Auto-sleep
+excluded) + relevant consolidated memories + schemas related to their concepts. Consolidated
+and schema items carry ``turn_numbers`` (the turns of their source episodes) for provenance. Auto-sleep
 after ``auto_sleep_episodes`` new episodes.
 """
 
@@ -14,7 +15,7 @@ from pydantic import Field
 from memlab.errors import ConfigError
 from memlab.memory.base import MemoryContext, MemoryItem
 from memlab.memory.episodic import EpisodicConfig, EpisodicMemory
-from memlab.models.sleep import CycleStats
+from memlab.models.sleep import CycleStats, Schema
 from memlab.sleep.cycle import CycleConfig, SleepCycle
 from memlab.stores.consolidated import ConsolidatedMemoryStore
 from memlab.stores.schemas import SchemaStore
@@ -63,8 +64,10 @@ class SleepMemory(EpisodicMemory):
         if self.config.relevant_memories and self.consolidated.count():
             for memory, sim in self.consolidated.get_relevant_scored(
                     query, k=self.config.relevant_memories):
+                turns = self.episode_turns(memory.source_episode_ids)
                 items.append(MemoryItem(id=memory.id, kind="consolidated", text=memory.summary,
-                                        score=sim, metadata={"key_concepts": memory.key_concepts}))
+                                        score=sim, metadata={"key_concepts": memory.key_concepts,
+                                                             "turn_numbers": turns}))
                 concepts += memory.key_concepts
             if self.config.count_recall_access:
                 self.consolidated.mark_accessed([i.id for i in items if i.kind == "consolidated"])
@@ -80,8 +83,17 @@ class SleepMemory(EpisodicMemory):
         found = self.schemas.find_related_scored(wanted, k=k,
                                                  min_score=self.config.schema_min_score)
         return [MemoryItem(id=s.id, kind="schema", text=f"{s.name}: {s.description}",
-                           score=score, metadata={"core_concepts": s.core_concepts})
+                           score=score, metadata={"core_concepts": s.core_concepts,
+                                                  "turn_numbers": self.schema_turns(s)})
                 for s, score in found]
+
+    def schema_turns(self, schema: Schema) -> list[int]:
+        """Turn numbers behind a schema: the union over its related consolidated memories."""
+        episode_ids = []
+        for memory_id in schema.related_memory_ids:
+            memory = self.consolidated.get(memory_id)
+            episode_ids += memory.source_episode_ids if memory is not None else []
+        return self.episode_turns(episode_ids)
 
     def close(self) -> None:
         self.consolidated.close()
