@@ -213,8 +213,22 @@ def _short_error(exc: BaseException) -> str:
 
 
 def default_workers(cells: list[Cell]) -> int:
-    """1 when any cell runs the in-process local model (one copy in RAM, 2 cores), else 2."""
-    return 1 if any(cell.llm == "local" for cell in cells) else 2
+    """One process per core, at most 2: each local model then runs on its own core.
+
+    llama.cpp defaults to half the cores per process; two single-threaded processes on 2 cores
+    finished the quick grid about twice as fast as one process, and generation with 2 threads
+    collapses when anything else runs (benchmarks/results/llm.json).
+    """
+    return max(1, min(2, os.cpu_count() or 1, len(cells)))
+
+
+# Slowest conditions first, so a pool does not end waiting on one long cell (measured on the
+# quick grid: hybrid and sleep call the model while storing, the others only to answer).
+_COST_RANK = {"hybrid": 0, "sleep": 1, "episodic_summary": 2, "full_context": 3}
+
+
+def by_expected_cost(cells: list[Cell]) -> list[Cell]:
+    return sorted(cells, key=lambda c: (_COST_RANK.get(c.condition, 9), -c.span))
 
 
 def _pool_map(task: Callable, cells: list[Cell], workers: int) -> Iterable[CellResult]:
@@ -261,7 +275,7 @@ def run_grid(cells: list[Cell], results_dir: str | Path, *, notebook: str | Path
     task = partial(execute_cell, results_dir=str(results), notebook=str(notebook),
                    kernel_name=kernel_name, retries=retries)
     scheduler = scheduler or os.environ.get("MEMLAB_DASK_SCHEDULER") or None
-    todo = [c for c in cells if not is_complete(results, c.run_id)]
+    todo = by_expected_cost([c for c in cells if not is_complete(results, c.run_id)])
     done = {c.run_id: CellResult(run_id=c.run_id, status="skipped") for c in cells
             if c not in todo}
     bar = tqdm(total=len(cells), initial=len(done), desc="grid", unit="cell", disable=not progress)

@@ -102,7 +102,7 @@ def test_rag_does_not_repeat_history_turns_as_items(tmp_path):
 
 # ---------------------------------------------------------------- hybrid
 def test_hybrid_newer_fact_supersedes_older_and_recall_says_blue(tmp_path):
-    memory = make("hybrid", tmp_path)
+    memory = make("hybrid", tmp_path, config={"extraction_gate": "every_turn"})
     agent = Agent(memory, memory_llm("fine"))
     agent.observe("My favourite colour is red.", "Red, noted.")
     for i in range(10):

@@ -126,7 +126,7 @@ def test_hybrid_supersedes_through_noisy_extraction(tmp_path):
 def test_unchecked_extraction_keeps_what_the_model_said(tmp_path):
     memory = MEMORIES.create("hybrid", scope=Scope(user_id="u"), llm=FakeLLM([noisy_extractor]),
                              embedder=HashingEmbedder(), workdir=tmp_path,
-                             config={"check_candidates": False})
+                             config={"check_candidates": False, "extraction_gate": "every_turn"})
     memory.observe(Exchange(user="Tell me about rivers.", assistant="ok", turn_number=1))
     assert [f.content for f in memory.facts.all()] == ["The user's son is called Felix."]
     memory.close()
