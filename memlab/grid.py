@@ -232,6 +232,9 @@ def by_expected_cost(cells: list[Cell]) -> list[Cell]:
 
 
 def _pool_map(task: Callable, cells: list[Cell], workers: int) -> Iterable[CellResult]:
+    if workers > 1 and "MEMLAB_N_THREADS" not in os.environ:
+        # Share the cores: each worker's local model gets its slice (inherited by the kernels).
+        os.environ["MEMLAB_N_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = [pool.submit(task, cell) for cell in cells]

@@ -67,8 +67,10 @@ def load_model(path: Path, n_ctx: int, *, n_threads: int | None = None,
         llama_cpp = _import_llama_cpp()
         start = time.perf_counter()
         try:
+            # n_threads_batch defaults to every core; with several worker processes that
+            # oversubscribes the cores and prompt processing slows ~4x, so both follow n_threads.
             llama = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
-                                    seed=seed, flash_attn=flash_attn, verbose=False)
+                                    n_threads_batch=n_threads, seed=seed, flash_attn=flash_attn, verbose=False)
         except (ValueError, RuntimeError) as exc:
             raise LLMError(f"llama.cpp could not load {path}: {exc}") from exc
         model = _describe(llama, time.perf_counter() - start)
