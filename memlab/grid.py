@@ -244,7 +244,8 @@ def _pool_map(task: Callable, cells: list[Cell], workers: int) -> Iterable[CellR
 
 def _dask_map(task: Callable, cells: list[Cell], scheduler: Any) -> Iterable[CellResult]:
     try:
-        from dask.distributed import Client, as_completed as dask_completed
+        from dask.distributed import Client
+        from dask.distributed import as_completed as dask_completed
     except ImportError as exc:
         raise MissingDependencyError(
             "a Dask scheduler was given but dask.distributed is not installed: "
