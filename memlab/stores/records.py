@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -89,7 +90,7 @@ class VectorMatrix:
         return [(int(i), float(scores[i])) for i in idx if np.isfinite(scores[i])]
 
 
-class ScopedRecordStore(Generic[M]):
+class ScopedRecordStore(ABC, Generic[M]):
     """One table of pydantic records for one scope, with embedding search.
 
     Subclasses set ``table``, ``model`` and implement :meth:`text_of`; they may override
@@ -122,8 +123,9 @@ class ScopedRecordStore(Generic[M]):
         self.reload()
 
     # --- hooks ---------------------------------------------------------------------------------
-    def text_of(self, record: M) -> str:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def text_of(self, record: M) -> str:
+        """The text of ``record`` that is embedded and searched."""
 
     def recallable(self, record: M) -> bool:
         return True
