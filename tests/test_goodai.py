@@ -15,8 +15,9 @@ from memlab.bench.goodai import (
     load_definitions,
     load_result,
 )
-from memlab.bench.scoring import parse_final_answer, parse_json_lenient
+from memlab.bench.scoring import parse_json_lenient
 from memlab.errors import ConfigError
+from memlab.llm.options import parse_final_answer
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "goodai-ltm-v3-1k"
 needs_data = pytest.mark.skipif(not DATA.is_dir() and os.environ.get("MEMLAB_REQUIRE_SERVICES") != "1", reason=f"published GoodAI run not at {DATA}")
@@ -108,6 +109,6 @@ def test_lenient_json_repairs_model_output():
 
 
 def test_parse_final_answer():
-    assert parse_final_answer("I think <final_answer>(c)</final_answer>") == 2
-    assert parse_final_answer("Answer: (b)") == 1
+    assert parse_final_answer("I think <final_answer>(c)</final_answer>", 4) == 2
+    assert parse_final_answer("Answer: (b)", 4) == 1
     assert parse_final_answer("<final_answer>(e)</final_answer>", 4) is None

@@ -169,6 +169,36 @@ def test_parse_final_answer(text, expected) -> None:
     assert parse_final_answer(text, 4) == expected
 
 
+TRAVEL = ["You told me you had no personal stories about travel at all.",
+          "You mentioned that you once missed a ferry by two minutes.",
+          "Because it became too expensive.",
+          "Because the weather ruined it twice."]
+
+
+@pytest.mark.parametrize("text,expected", [
+    # the option copied into the tag (what the local 0.5B model does), verbatim or nearly
+    ("<final_answer>You mentioned that you once missed a ferry by two minutes.</final_answer>", 1),
+    ("<final_answer>It's good to know that you had no personal stories about travel at all."
+     "</final_answer>", 0),
+    ("Because the weather ruined it twice.", 3),
+    # a word that starts with an option letter is not that letter
+    ("<final_answer>Because it became too expensive.</final_answer>", 2),
+    ("<final_answer>A ferry, I think</final_answer>", None),
+    # too loose, or a mix of two options: nothing picked
+    ("<final_answer>Because.</final_answer>", None),
+    ("Because it became expensive and the weather ruined it.", None),
+    # a named letter wins over quoted text; a letter out of range picks nothing
+    ("<final_answer>(d) Because it became too expensive.</final_answer>", 3),
+    ("<final_answer>(f) Because it became too expensive.</final_answer>", None),
+])
+def test_parse_final_answer_reads_a_quoted_option(text, expected) -> None:
+    assert parse_final_answer(text, 4, TRAVEL) == expected
+
+
+def test_without_options_a_quoted_answer_picks_nothing() -> None:
+    assert parse_final_answer("<final_answer>Because it became too expensive.</final_answer>", 4) is None
+
+
 # --- retries -----------------------------------------------------------------------------------
 
 def test_backoff_grows_and_is_bounded() -> None:

@@ -40,11 +40,11 @@ RIGHT, WRONG_B, NEVER = ("<final_answer>(a)</final_answer>", "<final_answer>(b)<
 
 
 def test_parse_choice_reads_tag_and_lone_letter():
-    assert metrics.parse_choice("Sure. <final_answer>(c)</final_answer>", 4) == 2
-    assert metrics.parse_choice("<final_answer> B </final_answer>", 4) == 1
-    assert metrics.parse_choice("d", 4) == 3
-    assert metrics.parse_choice("<final_answer>(z)</final_answer>", 4) is None
-    assert metrics.parse_choice("I like curries", 4) is None
+    assert metrics.parse_final_answer("Sure. <final_answer>(c)</final_answer>", 4) == 2
+    assert metrics.parse_final_answer("<final_answer> B </final_answer>", 4) == 1
+    assert metrics.parse_final_answer("d", 4) == 3
+    assert metrics.parse_final_answer("<final_answer>(z)</final_answer>", 4) is None
+    assert metrics.parse_final_answer("I like curries", 4) is None
 
 
 def test_long_horizon_qa_counts_choices_logprob_and_semantic_free_answers():

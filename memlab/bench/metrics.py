@@ -30,12 +30,12 @@ import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
+from memlab.llm.options import parse_final_answer, parse_letter
+
 Turn = dict[str, Any]
 Outcomes = dict[int, float]
 MetricFn = Callable[..., Outcomes]
 
-_FINAL = re.compile(r"<final_answer>\s*\(?\s*([a-z])\s*\)?", re.IGNORECASE)
-_LONE = re.compile(r"^\s*\(?([a-z])\)?[.)]?\s*$", re.IGNORECASE)
 _WORD = re.compile(r"[a-z][a-z'-]+")
 STOPWORDS = frozenset("""the a an and or but with from that this these those have has had been
 were was are is for not you your they them their about into over under than then there here what
@@ -96,25 +96,21 @@ def delta(metric: str, pre: dict[Any, float], post: dict[Any, float]) -> MetricV
 
 
 # ----------------------------------------------------------------------------- answer reading
-def parse_choice(reply: str, n_options: int) -> int | None:
-    """The option letter of ``<final_answer>(x)</final_answer>`` (or a lone letter reply)."""
-    match = _FINAL.search(reply or "") or _LONE.match(reply or "")
-    if not match:
-        return None
-    index = ord(match.group(1).lower()) - ord("a")
-    return index if 0 <= index < n_options else None
-
-
 def picked_option(turn: Turn) -> int | None:
-    """The option the answer chose: the log-probability choice, else the parsed letter."""
+    """The option the answer chose: the log-probability choice, else the letter it names or
+    the option it quotes (``memlab.llm.options.parse_final_answer``)."""
     if turn.get("choice") is not None:
         return int(turn["choice"])
-    return parse_choice(turn.get("reply") or "", len(turn.get("options") or []))
+    options = turn.get("options") or []
+    return parse_final_answer(turn.get("reply") or "", len(options), options) if options else None
 
 
 def free_text(reply: str) -> str:
-    """The reply without its ``<final_answer>`` tag."""
-    return re.sub(r"<final_answer>.*?(</final_answer>|$)", " ", reply or "",
+    """The reply's own words: a ``<final_answer>`` tag naming a letter is dropped, a tag holding
+    text is unwrapped."""
+    def unwrap(match: re.Match) -> str:
+        return " " if parse_letter(match.group(0), 26) is not None else f" {match.group(1)} "
+    return re.sub(r"<final_answer>(.*?)(?:</final_answer>|$)", unwrap, reply or "",
                   flags=re.IGNORECASE | re.DOTALL).strip()
 
 

@@ -15,8 +15,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
-_OPTION_RE = re.compile(r"\(?\b([a-z])\b\)?", re.IGNORECASE)
-_FINAL_RE = re.compile(r"<final_answer>(.*?)(?:</final_answer>|$)", re.IGNORECASE | re.DOTALL)
 
 
 class Judgement(BaseModel):
@@ -136,29 +134,6 @@ def _drop_leading_prose(content: str) -> str:
 def option_letter(index: int) -> str:
     """``0 -> "(a)"``: PersonaMem's option label."""
     return f"({chr(ord('a') + index)})"
-
-
-def parse_final_answer(text: str, n_options: int = 4) -> int | None:
-    """The option index chosen in ``text`` (``<final_answer>(b)</final_answer>`` -> 1).
-
-    Falls back to the last standalone option letter when the tag is missing; returns None when
-    no letter within the first ``n_options`` is found.
-    """
-    try:  # the LLM layer's parser (area 2) first; memlab's fallback below
-        from memlab.llm.options import parse_final_answer as llm_parse
-    except ImportError:
-        llm_parse = None
-    if llm_parse is not None:
-        found = llm_parse(text, n_options)
-        if found is not None:
-            return found
-    match = _FINAL_RE.search(text)
-    region = match.group(1) if match else text
-    letters = [m.group(1).lower() for m in _OPTION_RE.finditer(region)]
-    valid = [ord(x) - ord("a") for x in letters if ord(x) - ord("a") < n_options]
-    if not valid:
-        return None
-    return valid[0] if match else valid[-1]
 
 
 # ---------------------------------------------------------------- LLM judge

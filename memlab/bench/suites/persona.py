@@ -18,9 +18,9 @@ from typing import Any
 
 from memlab.bench.base import Response, Suite, SuiteEvent, TestScore
 from memlab.bench.schedule import TokenCounter, estimate_tokens
-from memlab.bench.scoring import parse_final_answer
 from memlab.bench.suites import persona_data as data
 from memlab.bench.suites.persona_questions import build_questions
+from memlab.llm.options import parse_final_answer
 
 QUESTION_TYPES = (
     "recall_user_shared_facts", "suggest_new_ideas", "acknowledge_latest_user_preferences",
@@ -70,7 +70,7 @@ class PersonaSuiteBase(Suite):
             chosen = None
             if response is not None:
                 chosen = response.choice if response.choice is not None else \
-                    parse_final_answer(response.reply, len(event.options))
+                    parse_final_answer(response.reply, len(event.options), event.options)
             kinds = event.metadata.get("distractor_kinds") or [None] * len(event.options)
             ok = chosen is not None and chosen == event.answer_index
             reason = ("no option chosen" if chosen is None else
