@@ -2,7 +2,8 @@
 
 Every sub-command has its own ``--help`` with an example. A user error (unknown condition, a
 folder that does not exist, a missing optional package) prints one line and exits with status 2;
-a grid with failed cells exits with status 1.
+a grid with failed cells exits with status 1. Ctrl-C (or SIGTERM during a grid) stops the command
+with status 130; a stopped grid keeps its complete cells.
 """
 
 from __future__ import annotations
@@ -255,8 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     except MemlabError as exc:
         print(f"memlab {args.command}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"memlab {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # grid.GridInterrupted says what is kept
+        print(f"memlab {args.command}: {exc or 'interrupted'}", file=sys.stderr)
         return 130
 
 

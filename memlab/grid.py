@@ -3,21 +3,27 @@
 Each cell executes ``notebooks/condition.ipynb`` with its parameters. Paths follow from the
 parameters alone: the run lands in ``<results_dir>/<run_id>/`` and the executed notebook in
 ``<results_dir>/notebooks/<run_id>.ipynb``, with ``run_id = <suite>-<condition>-<span>-s<seed>``.
-A cell whose manifest says ``complete`` is skipped, so a grid can be stopped and run again.
+A cell is skipped when its run's manifest says ``complete`` and the run's ``cell.json`` holds the
+same cell (a run left by another grid spec is re-executed, and the runner then refuses the folder
+with an error naming what differs), so a grid can be stopped and run again.
 
 Cells run on a local process pool by default, or on a Dask distributed cluster when a scheduler
 address (or ``MEMLAB_DASK_SCHEDULER``) is given. A kernel that fails to start is retried; an
 error inside the notebook is not (it would fail again) and is reported with the cell.
+
+Ctrl-C or SIGTERM stops a local grid, its workers and their kernels (``memlab.gridpool``); a
+stopped run never reaches ``complete``, so running the grid again redoes it and skips the rest.
 """
 
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
+import tempfile
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,10 +32,16 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from tqdm.auto import tqdm
 
 from memlab.errors import ConfigError, MissingDependencyError
+from memlab.gridpool import pool_map, sigterm_as_interrupt
 from memlab.memory.base import CONDITIONS
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 SUITES = ("ltm", "persona")
+CELL_FILE = "cell.json"  # the grid cell a run folder was made by
+
+
+class GridInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped the grid; its complete cells are kept."""
 
 
 class Cell(BaseModel):
@@ -104,11 +116,17 @@ class GridSpec(BaseModel):
                 for c in self.conditions for seed in self.seeds]
 
 
+# The quick paper's LTM types: all but the two with the most needles (sallyanne 8,
+# locations_directions 7), which the full grid runs; every needle is one answered turn.
+QUICK_LTM_TYPES = ["colours", "jokes", "name_list", "prospective_memory", "shopping",
+                   "spy_meeting", "trigger_response"]
 QUICK = GridSpec(
     name="quick",
-    description="All seven conditions on both suites at a small size, one seed (make paper).",
+    description=("All seven conditions on both suites at a small size, one seed (make paper): "
+                 "LTM at a 1k-token span with one example of 7 test types, a persona history of "
+                 "2k tokens on 2 topics."),
     spans={"ltm": [1000], "persona": [2000]},
-    suite_options={"ltm": {"examples": 1}},
+    suite_options={"ltm": {"examples": 1, "types": QUICK_LTM_TYPES}, "persona": {"n_topics": 2}},
     expected_minutes=15,
 )
 FULL = GridSpec(
@@ -159,13 +177,24 @@ class CellResult(BaseModel):
     error: str | None = None
 
 
-def is_complete(results_dir: Path, run_id: str) -> bool:
-    """Whether ``<results_dir>/<run_id>/manifest.json`` says the run is complete."""
-    manifest = Path(results_dir) / run_id / "manifest.json"
+def is_complete(results_dir: Path, run_id: str, cell: Cell | None = None) -> bool:
+    """Whether ``<results_dir>/<run_id>`` holds a complete run (of ``cell``, when given)."""
+    run_dir = Path(results_dir) / run_id
     try:
-        return json.loads(manifest.read_text()).get("status") == "complete"
+        if json.loads((run_dir / "manifest.json").read_text()).get("status") != "complete":
+            return False
+        return cell is None or json.loads((run_dir / CELL_FILE).read_text()) == _cell_json(cell)
     except (OSError, ValueError):
         return False
+
+
+def _record_cell(run_dir: Path, cell: Cell) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / CELL_FILE).write_text(cell.model_dump_json(indent=1))
+
+
+def _cell_json(cell: Cell) -> dict[str, Any]:
+    return json.loads(cell.model_dump_json())
 
 
 def _is_kernel_start_failure(exc: BaseException) -> bool:
@@ -183,7 +212,7 @@ def execute_cell(cell: Cell, results_dir: str, notebook: str, kernel_name: str =
     import papermill
 
     results = Path(results_dir)
-    if is_complete(results, cell.run_id):
+    if is_complete(results, cell.run_id, cell):
         return CellResult(run_id=cell.run_id, status="skipped")
     output = results / "notebooks" / f"{cell.run_id}.ipynb"
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -193,7 +222,9 @@ def execute_cell(cell: Cell, results_dir: str, notebook: str, kernel_name: str =
         try:
             papermill.execute_notebook(notebook, str(output), parameters=cell.parameters(results),
                                        kernel_name=kernel_name, progress_bar=False,
-                                       start_timeout=start_timeout, cwd=os.getcwd())
+                                       start_timeout=start_timeout, cwd=os.getcwd(),
+                                       kernel_manager_class=ipc_kernel_manager())
+            _record_cell(results / cell.run_id, cell)
             return CellResult(run_id=cell.run_id, status="complete", attempts=attempt,
                               seconds=time.perf_counter() - start, notebook=str(output))
         except Exception as exc:  # noqa: BLE001 - every failure is reported with its cell
@@ -203,6 +234,24 @@ def execute_cell(cell: Cell, results_dir: str, notebook: str, kernel_name: str =
             return CellResult(run_id=cell.run_id, status="failed", attempts=attempt,
                               seconds=time.perf_counter() - start, notebook=str(output),
                               error=_short_error(exc))
+
+
+def ipc_kernel_manager() -> type:
+    """A kernel manager whose kernel talks over Unix sockets, not loopback TCP (no open ports,
+    and ipykernel has no unencrypted-TCP warning to print for every cell)."""
+    from jupyter_client import AsyncKernelManager
+    from traitlets import default
+
+    class IPCKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_ipc(self) -> str:
+            return "ipc"
+
+        @default("ip")
+        def _ip_unique(self) -> str:  # socket files <ip>-<n>, removed when the kernel stops
+            return os.path.join(tempfile.gettempdir(), f"memlab-kernel-{uuid.uuid4().hex[:12]}")
+
+    return IPCKernelManager
 
 
 def _short_error(exc: BaseException) -> str:
@@ -223,26 +272,16 @@ def default_workers(cells: list[Cell]) -> int:
 
 
 # Slowest conditions first, so a pool does not end waiting on one long cell (measured on the
-# quick grid: hybrid and sleep call the model while storing, the others only to answer).
-_COST_RANK = {"hybrid": 0, "sleep": 1, "episodic_summary": 2, "full_context": 3}
+# quick grid: sleep and hybrid call the model while storing, the others only to answer).
+_COST_RANK = {"sleep": 0, "hybrid": 1, "episodic_summary": 2, "full_context": 3, "episodic": 4,
+              "rag": 5, "vanilla": 6}
 
 
 def by_expected_cost(cells: list[Cell]) -> list[Cell]:
     return sorted(cells, key=lambda c: (_COST_RANK.get(c.condition, 9), -c.span))
 
 
-def _pool_map(task: Callable, cells: list[Cell], workers: int) -> Iterable[CellResult]:
-    if workers > 1 and "MEMLAB_N_THREADS" not in os.environ:
-        # Share the cores: each worker's local model gets its slice (inherited by the kernels).
-        os.environ["MEMLAB_N_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [pool.submit(task, cell) for cell in cells]
-        for future in as_completed(futures):
-            yield future.result()
-
-
-def _dask_map(task: Callable, cells: list[Cell], scheduler: Any) -> Iterable[CellResult]:
+def _dask_map(task: Callable, cells: list[Cell], scheduler: Any) -> Iterator[CellResult]:
     try:
         from dask.distributed import Client
         from dask.distributed import as_completed as dask_completed
@@ -251,10 +290,15 @@ def _dask_map(task: Callable, cells: list[Cell], scheduler: Any) -> Iterable[Cel
             "a Dask scheduler was given but dask.distributed is not installed: "
             "pip install 'memlab[dask]'") from exc
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    futures = []
     try:
         futures = client.map(task, cells, pure=False)
         for future in dask_completed(futures):
             yield future.result()
+    except BaseException:
+        # Pending cells do not start; Dask cannot stop a cell already running on a worker.
+        client.cancel(futures)
+        raise
     finally:
         if client is not scheduler:
             client.close()
@@ -269,6 +313,10 @@ def run_grid(cells: list[Cell], results_dir: str | Path, *, notebook: str | Path
         workers: local processes (default: ``default_workers``); ignored with a scheduler.
         scheduler: a Dask scheduler address, a ``dask.distributed.Client``, or None for
             ``MEMLAB_DASK_SCHEDULER`` (unset: the local pool).
+
+    Raises:
+        GridInterrupted: on Ctrl-C or SIGTERM, once the local workers and their kernels have
+            stopped (Dask: once the pending cells are cancelled).
     """
     from functools import partial
 
@@ -279,15 +327,22 @@ def run_grid(cells: list[Cell], results_dir: str | Path, *, notebook: str | Path
     task = partial(execute_cell, results_dir=str(results), notebook=str(notebook),
                    kernel_name=kernel_name, retries=retries)
     scheduler = scheduler or os.environ.get("MEMLAB_DASK_SCHEDULER") or None
-    todo = by_expected_cost([c for c in cells if not is_complete(results, c.run_id)])
+    todo = by_expected_cost([c for c in cells if not is_complete(results, c.run_id, c)])
     done = {c.run_id: CellResult(run_id=c.run_id, status="skipped") for c in cells
             if c not in todo}
     bar = tqdm(total=len(cells), initial=len(done), desc="grid", unit="cell", disable=not progress)
     stream = (_dask_map(task, todo, scheduler) if scheduler
-              else _pool_map(task, todo, workers or default_workers(todo)))
-    for result in (stream if todo else ()):
-        done[result.run_id] = result
-        bar.update(1)
-        bar.set_postfix(failed=sum(r.status == "failed" for r in done.values()))
-    bar.close()
+              else pool_map(task, todo, workers or default_workers(todo)))
+    try:
+        with sigterm_as_interrupt(), closing(stream):
+            for result in (stream if todo else ()):
+                done[result.run_id] = result
+                bar.update(1)
+                bar.set_postfix(failed=sum(r.status == "failed" for r in done.values()))
+    except KeyboardInterrupt as exc:
+        kept = sum(r.status != "failed" for r in done.values())
+        raise GridInterrupted(f"interrupted; the {kept} complete cell(s) in {results} are kept "
+                              "(running again skips them)") from exc
+    finally:
+        bar.close()
     return [done[c.run_id] for c in cells]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_report_fixtures import write_results
 
-from memlab import cli
+from memlab import cli, grid
 from memlab.agent import Agent
 from memlab.llm.fake import FakeLLM
 from memlab.memory.base import MEMORIES, Scope
@@ -75,6 +75,8 @@ def test_run_executes_one_condition(tmp_path, capsys):
 
 def test_paper_skips_complete_cells_and_writes_figures(tmp_path, capsys):
     results = write_results(tmp_path / "results", seeds=(0,), spans=(1000,))
+    for cell in grid.QUICK.cells(llm="fake", embedder="hashing"):  # as the grid records them
+        (results / cell.run_id / grid.CELL_FILE).write_text(cell.model_dump_json())
     status = cli.main(["paper", "--results", str(results), "--figures", str(tmp_path / "fig"),
                        "--llm", "fake", "--embedder", "hashing"])
     assert status == 0

@@ -1,9 +1,16 @@
-"""The papermill grid: specs as data, skipping complete cells, retries, process pool vs Dask."""
+"""The papermill grid: specs as data, skipping complete cells, retries, process pool vs Dask,
+stopping a grid (Ctrl-C, SIGTERM, SIGKILL)."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
+import nbformat
 import pytest
 from test_report_fixtures import write_run
 
@@ -52,11 +59,25 @@ def test_complete_cells_are_skipped_without_executing(tmp_path, monkeypatch):
     cells = TINY.cells()
     for cell in cells:
         write_run(tmp_path, cell.condition, "ltm", 0, 300)  # same run_id, status complete
+        (tmp_path / cell.run_id / grid.CELL_FILE).write_text(cell.model_dump_json())
     monkeypatch.setattr("papermill.execute_notebook",
                         lambda *a, **k: pytest.fail("a complete cell was executed"))
     outcome = grid.run_grid(cells, tmp_path, progress=False)
     assert [r.status for r in outcome] == ["skipped"] * 3
     assert grid.execute_cell(cells[0], str(tmp_path), "unused.ipynb").status == "skipped"
+
+
+def test_a_complete_run_of_another_cell_is_not_skipped(tmp_path, monkeypatch):
+    cell = TINY.cells()[0]
+    write_run(tmp_path, cell.condition, "ltm", 0, 300)
+    other = cell.model_copy(update={"suite_options": {"examples": 3}})
+    (tmp_path / cell.run_id / grid.CELL_FILE).write_text(other.model_dump_json())
+    executed = []
+    monkeypatch.setattr("papermill.execute_notebook", lambda *a, **k: executed.append(k))
+    assert grid.execute_cell(cell, str(tmp_path), "x.ipynb").status == "complete"
+    assert len(executed) == 1 and executed[0]["parameters"]["suite_options"] == cell.suite_options
+    # once executed, the folder records the cell that made it and the next grid skips it
+    assert grid.is_complete(tmp_path, cell.run_id, cell)
 
 
 def test_kernel_start_failure_is_retried_but_a_notebook_error_is_not(tmp_path, monkeypatch):
@@ -112,3 +133,135 @@ def test_process_pool_and_dask_local_cluster_give_the_same_results(tmp_path):
     assert _outputs(tmp_path / "pool", cells) == _outputs(tmp_path / "dask", cells)
     assert all(status == "complete" for status, _, _ in _outputs(tmp_path / "pool",
                                                                  cells).values())
+
+
+# --- stopping a grid --------------------------------------------------------------------------
+
+SLOW_CELL = """\
+import json, os, pathlib, time
+run = pathlib.Path(out_dir) / run_id
+run.mkdir(parents=True, exist_ok=True)
+(run / "kernel.pid").write_text(str(os.getpid()))
+try:
+    for tick in range(0 if seed == 0 else 600):  # seed 0 completes at once, the others run on
+        (run / f"tick-{tick}").write_text("")
+        time.sleep(0.2)
+except BaseException:  # as bench.runner.run does: complete only at the end
+    (run / "manifest.json").write_text(json.dumps({"status": "failed"}))
+    raise
+(run / "manifest.json").write_text(json.dumps({"status": "complete"}))
+"""
+SLOW_SPEC = ("name: stop\nconditions: [vanilla]\nsuites: [ltm]\nspans: {ltm: [300]}\n"
+             "seeds: [0, 1, 2]\nllm: fake\nembedder: hashing\n")
+# `memlab grid` with grid.NOTEBOOKS_DIR pointing at the slow notebook's folder (argv[1]).
+LAUNCH = ("import sys; from pathlib import Path; from memlab import cli, grid; "
+          "grid.NOTEBOOKS_DIR = Path(sys.argv[1]); sys.exit(cli.main(sys.argv[2:]))")
+RUNNING = ("ltm-vanilla-300-s1", "ltm-vanilla-300-s2")
+PARAMETERS = [*grid.Cell.model_fields, "out_dir", "run_id"]
+
+
+def _start_slow_grid(tmp_path):
+    """`memlab grid` on 2 workers in tmp_path: s0 completes, s1 and s2 tick until stopped."""
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("\n".join(f"{name} = None" for name in PARAMETERS),
+                                  metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(SLOW_CELL)], metadata={"kernelspec": {
+            "name": "python3", "display_name": "Python 3", "language": "python"}})
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(notebook, tmp_path / "notebooks" / "condition.ipynb")
+    (tmp_path / "stop.yaml").write_text(SLOW_SPEC)
+    env = {k: v for k, v in os.environ.items() if k != "MEMLAB_DASK_SCHEDULER"}
+    with open(tmp_path / "stdout", "wb") as out, open(tmp_path / "stderr", "wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-c", LAUNCH, str(tmp_path / "notebooks"), "grid", "--spec",
+             "stop.yaml", "--results", "results", "--workers", "2"],
+            cwd=tmp_path, env=env, stdout=out, stderr=err, start_new_session=True)
+
+
+def _wait_for_running_cells(tmp_path, proc, timeout=60):
+    """The kernels running s1 and s2, once both are ticking and s0 is complete."""
+    import psutil
+
+    results = tmp_path / "results"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ticking = all((results / run / "tick-0").exists() for run in RUNNING)
+        if ticking and grid.is_complete(results, "ltm-vanilla-300-s0"):
+            return [psutil.Process(int((results / run / "kernel.pid").read_text()))
+                    for run in RUNNING]
+        assert proc.poll() is None, (tmp_path / "stderr").read_text()
+        time.sleep(0.2)
+    pytest.fail(f"the grid's cells did not start: {(tmp_path / 'stderr').read_text()}")
+
+
+def _alive(processes):
+    import psutil
+
+    alive = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                alive.append(process)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def _wait_until_gone(processes, timeout):
+    deadline = time.monotonic() + timeout
+    while _alive(processes) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _alive(processes)
+
+
+def _in_folder(folder):
+    """Every process whose working directory is ``folder`` (the grid, workers, kernels)."""
+    import psutil
+
+    return [p for p in psutil.process_iter(["cwd"]) if p.info["cwd"] == str(folder)]
+
+
+def _files(folder):
+    return {path: path.stat().st_mtime_ns for path in folder.rglob("*") if path.is_file()}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("signum", "whole_group"), [
+    (signal.SIGINT, True), (signal.SIGINT, False), (signal.SIGTERM, False),
+    (signal.SIGKILL, False)], ids=["ctrl-c", "sigint", "sigterm", "sigkill"])
+def test_a_stopped_grid_leaves_no_process_and_keeps_only_complete_cells(tmp_path, signum,
+                                                                         whole_group):
+    """A terminal's Ctrl-C signals the grid and its workers (a kernel has its own session);
+    the other cases signal the grid process only."""
+    psutil = pytest.importorskip("psutil")  # installed with ipykernel
+    proc = _start_slow_grid(tmp_path)
+    tracked = []
+    try:
+        kernels = _wait_for_running_cells(tmp_path, proc)
+        tracked = psutil.Process(proc.pid).children(recursive=True) + kernels
+        assert len(tracked) >= 4  # 2 workers, 2 kernels (and the resource tracker)
+        if whole_group:
+            os.killpg(proc.pid, signum)
+        else:
+            proc.send_signal(signum)
+        returncode = proc.wait(timeout=20)
+        # The grid waits for its workers; only the resource tracker may outlive it a moment.
+        # After SIGKILL the workers notice on their own.
+        assert not _wait_until_gone(tracked, 20 if signum == signal.SIGKILL else 3)
+        assert not _alive(_in_folder(tmp_path))
+    finally:
+        for process in _alive(tracked + _in_folder(tmp_path)):
+            process.kill()
+    results = tmp_path / "results"
+    written = _files(results)
+    time.sleep(1)  # a surviving kernel would tick 5 times
+    assert _files(results) == written
+    assert grid.is_complete(results, "ltm-vanilla-300-s0")
+    # The kernels were shut down, not killed: the interrupted cells recorded their failure.
+    assert [json.loads((results / run / "manifest.json").read_text()) for run in RUNNING] == [
+        {"status": "failed"}] * 2
+    if signum != signal.SIGKILL:
+        stderr = (tmp_path / "stderr").read_text()
+        assert returncode == 130, stderr
+        assert "memlab grid: interrupted; the 1 complete cell(s)" in stderr
+        assert stderr.splitlines()[-1].endswith("are kept (running again skips them)")
