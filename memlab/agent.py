@@ -120,10 +120,14 @@ class Agent:
         return trace
 
     def observe(self, user: str, assistant: str, *, timestamp: datetime | None = None,
-                session_id: str | None = None) -> None:
-        """Store an exchange without calling the answering model (filler); may auto-sleep."""
+                session_id: str | None = None) -> Any:
+        """Store an exchange without calling the answering model (filler); may auto-sleep.
+
+        Returns:
+            The statistics of the sleep cycle this exchange triggered, else None.
+        """
         self._store(user, assistant, timestamp, session_id)
-        self._auto_sleep(None)
+        return self._auto_sleep(None)
 
     def sleep(self) -> Any:
         """Run the condition's consolidation cycle now (None when it has none)."""
@@ -184,10 +188,11 @@ class Agent:
             fields["timestamp"] = timestamp
         self.memory.observe(Exchange(**fields))
 
-    def _auto_sleep(self, trace: TurnTrace | None) -> None:
+    def _auto_sleep(self, trace: TurnTrace | None) -> Any:
         if not self.memory.should_sleep():
-            return
+            return None
         stats = self.sleep()
         if trace is not None and stats is not None:
             trace.slept = True
             trace.cycle_stats = stats.model_dump(mode="json")
+        return stats

@@ -125,3 +125,25 @@ def test_lab_rejects_bad_parameters_naming_them():
                        ("seed", -1), ("embedder", "bert")):
         with pytest.raises(ConfigError, match=f"parameter {field}="):
             lab.check_parameters(**(good | {field: bad}))
+
+
+def test_background_spreads_cycles_and_storing_over_the_run_answers():
+    cycle = {"phase_durations_s": {"replay": 0.5, "compression": 3.0, "decay": 0.5}}
+
+    def turn(run_id, kind, stats=None, phase="main", store_s=0.0):
+        return {"suite": "persona", "condition": "sleep", "run_id": run_id, "phase": phase,
+                "kind": kind, "cycle_stats": stats, "memory_latency_s": store_s,
+                "llm_latency_s": 1.0}
+
+    turns = pd.DataFrame([
+        turn("a", "filler", cycle, store_s=0.5), turn("a", "question", store_s=9.0),
+        turn("a", "question"), turn("a", "filler", cycle, store_s=0.5), turn("a", "question"),
+        turn("a", "question"),
+        turn("a", "filler", cycle, phase="pre_sleep"),  # the forced Table 2 sleep: left out
+        turn("b", "filler"), turn("b", "question"),
+    ])
+    row = summary.background(turns).iloc[0]
+    # run a: 2 cycles x 4 s + 2 x 0.5 s storing filler, over 4 answers = 2250 ms; run b: none
+    assert (row["cycles"], row["consolidation_s"], row["storing_s"]) == (1, 4.0, 0.5)
+    assert row["background_ms"] == pytest.approx(1125.0)
+    assert summary.latency(turns).iloc[0]["background_ms"] == pytest.approx(1125.0)

@@ -161,6 +161,19 @@ def test_complete_run_is_skipped_and_id_depends_on_parameters(tmp_path):
     assert len(ids) == 8
 
 
+def test_a_folder_holding_another_run_is_refused_not_reused(tmp_path):
+    first = run(TinySuite(3), "vanilla", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+                run_id="fixed", progress=False)
+    before = {f.name: f.read_bytes() for f in first.iterdir() if f.is_file()}
+    with pytest.raises(ConfigError, match="suite_params.*use another results folder"):
+        run(TinySuite(2), "vanilla", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+            run_id="fixed", progress=False)
+    with pytest.raises(ConfigError, match="condition: recorded 'vanilla', now 'rag'"):
+        run(TinySuite(3), "rag", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+            run_id="fixed", progress=False)
+    assert {f.name: f.read_bytes() for f in first.iterdir() if f.is_file()} == before
+
+
 def test_bad_parameters_name_the_field(tmp_path):
     with pytest.raises(ConfigError, match="option_scoring"):
         run(TinySuite(), "vanilla", llm=FakeLLM(), results_dir=tmp_path, option_scoring="vote")
@@ -389,3 +402,15 @@ def _run_child(results_dir: Path, condition: str) -> None:
 
 if __name__ == "__main__":
     _child(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4])
+
+
+def test_a_sleep_cycle_triggered_by_filler_is_recorded_on_that_turn(tmp_path):
+    run_dir = run(TinySuite(sessions=5), "sleep", llm=FakeLLM([fake_reply]),
+                  embedder=HashingEmbedder(), results_dir=tmp_path, progress=False)
+    turns = read_jsonl(run_dir / "turns.jsonl")
+    slept = [t for t in turns if t["slept"]]
+    # 20 stored exchanges (needle + 4 filler per session) trigger the sleep condition's cycle
+    assert [(t["kind"], t["turn_number"]) for t in slept] == [("filler", 20)]
+    assert slept[0]["cycle_stats"]["episodes_considered"] == 20
+    assert all(t["cycle_stats"] is None for t in turns if not t["slept"])
+    assert all(t["memory_latency_s"] > 0 for t in turns if t["kind"] == "filler")

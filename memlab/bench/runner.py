@@ -102,6 +102,30 @@ def is_complete(run_dir: Path) -> bool:
     return manifest.get("status") == "complete" and (Path(run_dir) / "scores.jsonl").exists()
 
 
+def check_same_run(run_dir: Path, expected: dict[str, Any]) -> None:
+    """Raise ConfigError when ``run_dir`` already holds a run with other parameters.
+
+    A folder is resumed or reused only by the same run; a run of another suite size, seed,
+    model or protocol there would otherwise be silently mixed into the results.
+    """
+    manifest = read_manifest(run_dir)
+    if not manifest:
+        return
+    differs = [f"{key}: recorded {manifest.get(key)!r}, now {value!r}"
+               for key, value in expected.items() if not _matches(manifest.get(key), value)]
+    if differs:
+        raise ConfigError(f"run folder {str(run_dir)!r} holds a run with other parameters ("
+                          + "; ".join(differs) + "): use another results folder or delete it")
+
+
+def _matches(recorded: Any, expected: Any) -> bool:
+    """``recorded`` agrees with ``expected`` on every key ``expected`` names."""
+    if isinstance(expected, dict):
+        return isinstance(recorded, dict) and all(_matches(recorded.get(k), v)
+                                                  for k, v in expected.items())
+    return json.loads(json.dumps(recorded)) == json.loads(json.dumps(expected, default=str))
+
+
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     """The run's manifest.json ({} when there is none yet)."""
     path = Path(run_dir) / "manifest.json"
@@ -137,6 +161,11 @@ def run(suite: Suite, condition: str, *, llm: Any, embedder: Any = None,
     run_id = run_id or make_run_id(suite, condition, seed=seed, llm=llm,
                                    probes_sleep=probes_sleep, option_scoring=option_scoring)
     run_dir = Path(results_dir or out_dir or get_settings().results_dir) / run_id
+    check_same_run(run_dir, {"condition": condition, "suite": suite.name,
+                             "suite_params": suite.describe(), "seed": seed,
+                             "llm": {"provider": llm.provider, "model": llm.model},
+                             "options": {"probes_sleep": probes_sleep,
+                                         "option_scoring": option_scoring}})
     if is_complete(run_dir):
         return run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -267,10 +296,15 @@ class _RunSession:
                   "test_id": event.test_id, "test_type": event.test_type,
                   "session_id": event.session_id, "text": event.text}
         if event.kind == "filler":
-            self.agent.observe(event.text, event.reply or "", timestamp=event.timestamp,
-                               session_id=event.session_id)
+            start = time.perf_counter()
+            stats = self.agent.observe(event.text, event.reply or "", timestamp=event.timestamp,
+                                       session_id=event.session_id)
+            elapsed = time.perf_counter() - start
             self.turn_events[self.agent.turn_number] = event.index
-            trace = TurnTrace(reply=event.reply or "")
+            cycle = stats.model_dump(mode="json") if stats else None
+            # memory_latency_s: storing the exchange (a cycle's own time is in cycle_stats)
+            trace = TurnTrace(reply=event.reply or "", slept=stats is not None, cycle_stats=cycle,
+                              memory_latency_s=max(0.0, elapsed - cycle_seconds(cycle)))
             record.update(reply=trace.reply, store=True, choice=None, **_trace_fields(trace),
                           turn_number=self.agent.turn_number, memory_events=[],
                           memory_schemas=[])
@@ -367,6 +401,13 @@ def strip_timing(record: dict[str, Any]) -> dict[str, Any]:
         out["cycle_stats"] = {k: v for k, v in out["cycle_stats"].items()
                               if k not in CYCLE_TIMING_FIELDS}
     return out
+
+
+def cycle_seconds(stats: dict[str, Any] | None) -> float:
+    """Wall time of one cycle from its CycleStats record (0 for a turn without a cycle)."""
+    if not isinstance(stats, dict):
+        return 0.0
+    return float(sum((stats.get("phase_durations_s") or {}).values()))
 
 
 def _trace_fields(trace: TurnTrace) -> dict[str, Any]:

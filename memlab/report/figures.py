@@ -9,6 +9,7 @@ results folder.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -107,9 +108,12 @@ def plot_ltm_vs_span(frame: pd.DataFrame) -> plt.Figure:
     if frame.empty:
         return _empty(fig, ax, "no LTM runs")
     palette = colours()
-    for i, (condition, rows) in enumerate(frame.groupby("condition", observed=True)):
+    groups = list(frame.groupby("condition", observed=True))
+    for i, (condition, rows) in enumerate(groups):
         rows = rows.sort_values("span")
-        ax.errorbar(rows["span"], rows["score"], yerr=rows["score_ci"], label=label(condition),
+        # dodge: conditions side by side around each span, so equal scores stay visible
+        dodge = 1 + 0.03 * (i - (len(groups) - 1) / 2)
+        ax.errorbar(rows["span"] * dodge, rows["score"], yerr=rows["score_ci"], label=label(condition),
                     color=palette.get(condition, "grey"), marker=MARKERS[
                         list(CONDITIONS).index(condition) if condition in CONDITIONS else i % 7],
                     capsize=3, linewidth=1.8, markersize=7)
@@ -120,7 +124,7 @@ def plot_ltm_vs_span(frame: pd.DataFrame) -> plt.Figure:
     ax.set(xlabel="Memory span (tokens)",
            ylabel=f"LTM score (of {int(frame['n_types'].max())} test types)",
            title="GoodAI-style LTM score against memory span")
-    ax.set_ylim(0, 1.05 * int(frame["n_types"].max()))
+    ax.set_ylim(-0.04 * int(frame["n_types"].max()), 1.05 * int(frame["n_types"].max()))
     ax.legend(title="Memory condition", bbox_to_anchor=(1.02, 1), loc="upper left")
     return fig
 
@@ -166,33 +170,47 @@ def plot_table2(frame: pd.DataFrame) -> plt.Figure:
            label="Before sleep")
     ax.bar(x + 0.2, frame["post"], 0.4, yerr=_errors(frame["post_err"]), capsize=3, color=orange,
            label="After sleep", hatch="//", edgecolor="white")
-    for xi, (top, delta) in enumerate(zip(frame[["pre", "post"]].max(axis=1).fillna(0),
-                                          frame["delta"], strict=True)):
+    tops = [max(_top(pre, pre_err), _top(post, post_err)) for pre, pre_err, post, post_err in
+            zip(frame["pre"], frame["pre_err"], frame["post"], frame["post_err"], strict=True)]
+    for xi, (top, delta) in enumerate(zip(tops, frame["delta"], strict=True)):
         text = "n/a" if pd.isna(delta) else f"Δ {delta:+.0f} pp"
-        ax.annotate(text, (xi, min(top, 100) + 4), ha="center", fontsize=10, weight="bold")
-    ax.set_xticks(x, [str(p).replace("_", " ") for p in frame["probe"]], rotation=15)
-    ax.set(ylabel="Accuracy (%)", ylim=(0, 115), xlabel="Cognitive probe",
+        ax.annotate(text, (xi, top + 3), ha="center", fontsize=10, weight="bold")
+    ax.set_xticks(x, [str(p).replace("_", " ") for p in frame["probe"]], rotation=15, ha="right")
+    ax.set(ylabel="Accuracy (%)", ylim=(0, max(115, max(tops) + 12)), xlabel="Cognitive probe",
            title="Table 2: sleep condition before and after a sleep cycle")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
 
+def _top(value: float, error: Any) -> float:
+    """Top of a bar with its upper error bar (0 for a missing bar)."""
+    upper = error[1] if isinstance(error, tuple | list) and len(error) == 2 else 0.0
+    return 0.0 if pd.isna(value) else float(value) + float(upper or 0.0)
+
+
 def plot_latency(frame: pd.DataFrame) -> plt.Figure:
-    """Mean latency per answer split into memory (recall + store) and LLM time, per condition."""
+    """Mean time per answer per condition: memory (recall + store), LLM, and background work
+    (consolidation cycles, storing unanswered turns) spread over the answers."""
     suites = sorted(frame["suite"].unique()) if len(frame) else []
     fig, axes = _suite_axes(suites, height=4.4, sharey=True)
     if not suites:
         return _empty(fig, axes[0], "no answered turns")
-    blue, orange = sns.color_palette("colorblind", 2)
+    blue, orange, green = sns.color_palette("colorblind", 3)
     for ax, suite in zip(axes, suites, strict=True):
         rows = frame[frame["suite"] == suite].sort_values("condition", ascending=False)
         names = [label(c) for c in rows["condition"]]
+        behind = rows["background_ms"] if "background_ms" in rows else 0 * rows["llm_ms"]
         ax.barh(names, rows["memory_ms"], color=blue, label="Memory (recall + store)")
         ax.barh(names, rows["llm_ms"], left=rows["memory_ms"], color=orange, hatch="//",
                 edgecolor="white", label="LLM (answer)")
-        ax.set(title=SUITE_LABELS.get(suite, suite), xlabel="Mean latency per answer (ms)")
-    axes[0].legend(loc="lower center", bbox_to_anchor=(0.5, -0.38), ncol=2, frameon=False)
-    fig.suptitle("Where the time goes: memory vs LLM")
+        ax.barh(names, behind, left=rows["memory_ms"] + rows["llm_ms"], color=green,
+                hatch="..", edgecolor="white",
+                label="Background: consolidation + storing unanswered turns (spread per answer)")
+        ax.set(title=SUITE_LABELS.get(suite, suite), xlabel="Mean time per answer (ms)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2,
+               frameon=False)
+    fig.suptitle("Where the time goes: memory, LLM and background work")
     return fig
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from memlab.bench.runner import cycle_seconds
 from memlab.report.data import answered, order_conditions
 
 PHASES = ("pre_sleep", "post_sleep")
@@ -123,16 +124,41 @@ def table2_from_bench(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def latency(turns: pd.DataFrame) -> pd.DataFrame:
-    """Mean memory and LLM latency per answer (ms) per suite and condition."""
+    """Mean memory, LLM and background time per answer (ms) per suite and condition
+    (background: see ``background``)."""
     rows = answered(turns)
     if rows.empty:
-        return pd.DataFrame(columns=["suite", "condition", "memory_ms", "llm_ms", "n"])
+        return pd.DataFrame(columns=["suite", "condition", "memory_ms", "llm_ms",
+                                     "background_ms", "n"])
     rows = rows.assign(memory_ms=1000 * rows["memory_latency_s"].astype(float),
                        llm_ms=1000 * rows["llm_latency_s"].astype(float))
     out = rows.groupby(["suite", "condition"], observed=True).agg(
         memory_ms=("memory_ms", "mean"), llm_ms=("llm_ms", "mean"),
         n=("memory_ms", "size")).reset_index()
-    return order_conditions(out)
+    out = out.merge(background(turns), on=["suite", "condition"], how="left")
+    return order_conditions(out.fillna({"background_ms": 0.0}))
+
+
+def background(turns: pd.DataFrame) -> pd.DataFrame:
+    """Per suite and condition, averaged over runs: the time spent outside answering, i.e.
+    consolidation cycles during the conversation (``cycles``, ``consolidation_s``; not the forced
+    Table 2 sleep) plus storing the turns nobody answered (history / filler: ``storing_s``), and
+    both spread over the run's answers (``background_ms``)."""
+    columns = ["suite", "condition", "cycles", "consolidation_s", "storing_s", "background_ms"]
+    main = turns[turns["phase"] == "main"] if len(turns) else turns
+    if main.empty or "cycle_stats" not in main:
+        return pd.DataFrame(columns=columns)
+    answer = main["kind"].isin(("needle", "question"))
+    main = main.assign(cycle_s=main["cycle_stats"].map(cycle_seconds),
+                       cycle=main["cycle_stats"].map(lambda c: isinstance(c, dict)),
+                       store_s=main["memory_latency_s"].astype(float).where(~answer, 0.0),
+                       answer=answer)
+    per_run = main.groupby(["suite", "condition", "run_id"], observed=True).agg(
+        cycles=("cycle", "sum"), consolidation_s=("cycle_s", "sum"), storing_s=("store_s", "sum"),
+        answers=("answer", "sum")).reset_index()
+    per_run["background_ms"] = 1000 * (per_run["consolidation_s"] + per_run["storing_s"]) / \
+        per_run["answers"].clip(lower=1)
+    return per_run.groupby(["suite", "condition"], observed=True)[columns[2:]].mean().reset_index()
 
 
 def overview(scores: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
@@ -142,4 +168,7 @@ def overview(scores: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
         completion_tokens=("completion_tokens", "mean"),
         llm_latency_s=("llm_latency_s", "mean"),
         memory_latency_s=("memory_latency_s", "mean")).reset_index()
-    return order_conditions(acc.merge(costs, on=["suite", "condition"], how="left"))
+    spent = background(turns)[["suite", "condition", "cycles", "consolidation_s", "storing_s"]]
+    out = acc.merge(costs, on=["suite", "condition"], how="left").merge(
+        spent, on=["suite", "condition"], how="left")
+    return order_conditions(out.fillna({"cycles": 0, "consolidation_s": 0.0, "storing_s": 0.0}))
