@@ -203,7 +203,8 @@ def cmd_paper(args: argparse.Namespace) -> int:
         papermill.execute_notebook(str(grid.NOTEBOOKS_DIR / "paper.ipynb"), str(output),
                                    parameters={"results_dir": str(results.resolve()),
                                                "figures_dir": str(Path(args.figures).resolve())},
-                                   kernel_name="python3", progress_bar=False, cwd=os.getcwd())
+                                   kernel_name="python3", progress_bar=False, cwd=os.getcwd(),
+                                   kernel_manager_class=grid.ipc_kernel_manager())
     except PapermillExecutionError as exc:
         error = ConfigError if exc.ename == "ConfigError" else MemlabError
         raise error(f"paper notebook: {exc.ename}: {exc.evalue} (see {output})") from exc

@@ -226,12 +226,14 @@ def test_memory_ids_repeat_for_the_same_run_id(tmp_path):
 
 
 class UuidMemory(ScriptedMemory):
+    """Gives every recalled item a fresh id (``new_id``, as memlab's stores do)."""
+
     def recall(self, query):
-        import uuid
+        from memlab.models import new_id
 
         context = super().recall(query)
         for item in context.items:
-            item.id = str(uuid.uuid4())
+            item.id = new_id()
         return context
 
 
@@ -414,3 +416,21 @@ def test_a_sleep_cycle_triggered_by_filler_is_recorded_on_that_turn(tmp_path):
     assert slept[0]["cycle_stats"]["episodes_considered"] == 20
     assert all(t["cycle_stats"] is None for t in turns if not t["slept"])
     assert all(t["memory_latency_s"] > 0 for t in turns if t["kind"] == "filler")
+
+
+class UuidDrawingLLM(FakeLLM):
+    """Draws a uuid4 per call, as llama-cpp-python does for a completion id on a paid call."""
+
+    def complete(self, messages, **kwargs):
+        import uuid
+
+        uuid.uuid4()
+        return super().complete(messages, **kwargs)
+
+
+def test_memory_ids_do_not_depend_on_uuid4_drawn_by_libraries(tmp_path):
+    runs = [run(TinySuite(), "episodic", llm=llm, embedder=HashingEmbedder(), run_id="same",
+                results_dir=tmp_path / name, progress=False)
+            for name, llm in (("paid", UuidDrawingLLM([fake_reply])), ("cached", FakeLLM([fake_reply])))]
+    ids = [[t["memory_ids"] for t in read_jsonl(r / "turns.jsonl")] for r in runs]
+    assert any(ids[0]) and ids[0] == ids[1]

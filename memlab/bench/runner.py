@@ -11,8 +11,8 @@ and position; replayed steps are checked against their records (differences are 
 manifest's ``diverged_turns``) and not written again; the run continues live after the last
 recorded turn. Replaying (rather than persisting the store) rebuilds the memory the killed
 process had, access counts and auto-sleep cycles included, with nothing to keep consistent
-between a store and the journals; memory ids repeat because uuid4 is drawn from a generator
-seeded by the run for its duration.
+between a store and the journals; memory ids repeat because memlab draws them from a generator
+seeded by the run for its duration (``memlab.models.seed_ids``).
 
 Table 2 protocol (``probes_sleep=True``): after the conversation the suite's questions are asked
 again without being stored (phase ``pre_sleep``), ``Agent.sleep()`` is forced, and they are asked
@@ -26,7 +26,6 @@ import random
 import re
 import shutil
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,6 +48,7 @@ from memlab.bench.runlog import (
 from memlab.config import get_settings
 from memlab.errors import ConfigError, MemlabError
 from memlab.memory.base import MEMORIES, MemoryContext, Scope
+from memlab.models import seed_ids
 
 Phase = Literal["main", "pre_sleep", "post_sleep"]
 OptionScoring = Literal["generate", "logprob"]
@@ -196,8 +196,7 @@ class _RunSession:
         random.seed(seed)
         np.random.seed(seed % 2**32)
         # process-wide for the run's duration (one run per process at a time)
-        self._saved_uuid4 = uuid.uuid4
-        uuid.uuid4 = _seeded_uuid4(f"{run_dir.name}:{seed}")
+        seed_ids(f"{run_dir.name}:{seed}")
         self.journal = CallJournal(run_dir / "calls.jsonl", inner=llm.cache, fsync=fsync)
         self._saved_cache, llm.cache = llm.cache, self.journal
         params = suite.describe()
@@ -245,7 +244,7 @@ class _RunSession:
 
     def _restore(self) -> None:
         self.llm.cache = self._saved_cache
-        uuid.uuid4 = self._saved_uuid4
+        seed_ids(None)
         self.journal.close()
 
     def finish(self, manifest: dict[str, Any], *, status: str, **extra: Any) -> None:
@@ -349,17 +348,6 @@ class _RunSession:
         tmp.write_text("".join(_dumps(line) + "\n" for line in lines), encoding="utf-8")
         tmp.replace(path)
         return lines
-
-
-def _seeded_uuid4(key: str) -> Callable[[], uuid.UUID]:
-    """uuid4 drawn from a generator seeded by the run: memory ids (episodes, documents, facts)
-    repeat exactly in a replay, so a resumed run's turns.jsonl equals an uninterrupted one's."""
-    rng = random.Random(key)
-
-    def uuid4() -> uuid.UUID:
-        return uuid.UUID(int=rng.getrandbits(128), version=4)
-
-    return uuid4
 
 
 def _fresh_store(root: Path) -> Path:

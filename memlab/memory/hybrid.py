@@ -11,7 +11,6 @@ long-term store through the operating memory's archiving hook.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -20,6 +19,7 @@ from memlab.memory._backends import RunFolder, open_operating_memory, resolve_em
 from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySystem
 from memlab.memory.hybrid_extract import CUE, extract_candidates, subject_key
 from memlab.memory.hybrid_facts import ConsolidationAgent, DistilledFact, DistilledFactStore
+from memlab.models import new_id
 from memlab.models.operating import EventStatus, PersonalMemoryState, SharedWorkspaceState
 
 
@@ -88,7 +88,7 @@ class HybridMemory(MemorySystem):
         for i, candidate in enumerate(candidates):
             key = f"t{exchange.turn_number:07d}-{i:02d}"
             state.promotion_candidates[key] = {
-                **candidate.model_dump(), "id": str(uuid.uuid4()),
+                **candidate.model_dump(), "id": new_id(),
                 "turn_number": exchange.turn_number, "timestamp": exchange.timestamp.isoformat()}
         self._write_scratchpad(state, exchange, candidates, extractor)
         if exchange.turn_number % self.config.consolidate_every == 0:
@@ -172,7 +172,7 @@ class HybridMemory(MemorySystem):
                    f"{json.dumps(workspace.shared_data, sort_keys=True, default=str)}; "
                    f"agents: {', '.join(workspace.participating_agents)}")
         self.facts.add_fact(DistilledFact(
-            id=str(uuid.uuid4()), subject=f"event {workspace.event_id}", content=content,
+            id=new_id(), subject=f"event {workspace.event_id}", content=content,
             confidence=1.0, kind="event", source="workspace", timestamp=workspace.last_updated))
 
     def close(self) -> None:

@@ -4,7 +4,7 @@ One module per seed document: ``operating`` (DD-01), ``turns`` (DD-02/03), ``ret
 ``sleep`` (002), ``decision`` (003), ``taskforce`` (004).
 """
 
-from memlab.models._common import NonBlankStr, UtcDatetime, new_id, utc_now
+from memlab.models._common import NonBlankStr, UtcDatetime, new_id, seed_ids, utc_now
 from memlab.models.decision import (
     DEBATE_TURNS,
     MBTI_TYPES,
@@ -142,6 +142,7 @@ __all__ = [
     "check_weights",
     "expected_turn_type",
     "new_id",
+    "seed_ids",
     "pair_key",
     "repeated_scores",
     "round_output_filename",

@@ -7,6 +7,7 @@ ISO 8601 with a trailing ``Z``.
 
 from __future__ import annotations
 
+import random
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated
@@ -19,9 +20,24 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+_ids: random.Random | None = None  # seeded by seed_ids; None: the system's uuid4
+
+
 def new_id() -> str:
-    """Return a fresh UUID4 as a string."""
-    return str(uuid.uuid4())
+    """Return a fresh UUID4 as a string (reproducible under ``seed_ids``)."""
+    if _ids is None:
+        return str(uuid.uuid4())
+    return str(uuid.UUID(int=_ids.getrandbits(128), version=4))
+
+
+def seed_ids(key: str | None) -> None:
+    """Draw every memlab id from a generator seeded by ``key`` (None: back to random uuid4).
+
+    Only memlab's own ids follow the seed, so libraries that draw uuid4 for themselves (e.g. a
+    completion id on a paid model call but not on a cached one) cannot shift the sequence.
+    """
+    global _ids
+    _ids = None if key is None else random.Random(key)
 
 
 def _to_utc(value: datetime) -> datetime:
