@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import BaseModel, Field
 
 from memlab.errors import LLMError, StructuredOutputError
 from memlab.llm.fake import FakeLLM
 from memlab.llm.repair import parse_json_lenient, repair_json
-from memlab.llm.structured import complete_json, parse_model, prompt_schema
+from memlab.llm.structured import MEMORY_MAX_ITEMS, complete_json, parse_model, prompt_schema
 
 
 class Person(BaseModel):
@@ -128,3 +130,33 @@ def test_repair_json_output_is_json() -> None:
 def test_parse_json_lenient_prefers_the_fenced_block() -> None:
     text = 'Options [x]\n```json\n{"a": 1}\n```'
     assert parse_json_lenient(text) == {"a": 1}
+
+
+def test_prompt_schema_hides_the_docstring_and_bounds_every_list() -> None:
+    class Notes(BaseModel):
+        """Developer notes a model would copy into its reply."""
+
+        summary: str = Field(description="one line")
+        tags: list[str] = Field(default_factory=list)
+        pairs: list[list[str]] = Field(default_factory=list, min_length=10)
+
+    assert "maxItems" not in prompt_schema(Notes)["properties"]["tags"]  # bounds are opt-in
+    schema = prompt_schema(Notes, max_items=3)
+    assert "description" not in schema
+    assert schema["properties"]["summary"]["description"] == "one line"
+    assert schema["properties"]["tags"]["maxItems"] == 3
+    assert schema["properties"]["pairs"]["maxItems"] == 10  # never below the model's own minimum
+    assert schema["properties"]["pairs"]["items"]["maxItems"] == 3
+    # the bound shapes what the model writes; the reply is still validated by the model's rules
+    llm = FakeLLM([json.dumps({"summary": "s", "tags": list("abcdef"), "pairs": [["x"]] * 10})])
+    assert len(complete_json(llm, [{"role": "user", "content": "x"}], Notes, max_items=3).tags) == 6
+    assert llm.params[0]["json_schema"]["properties"]["tags"]["maxItems"] == 3
+
+
+def test_bounded_prompt_schema_compiles_to_a_local_grammar() -> None:
+    from llama_cpp import LlamaGrammar  # a dependency of memlab: no skip
+
+    from memlab.models.sleep import CompressionResult
+
+    # grammar_for falls back to any-JSON when the converter fails; the bounded schema must not
+    LlamaGrammar.from_json_schema(json.dumps(prompt_schema(CompressionResult, max_items=MEMORY_MAX_ITEMS)), verbose=False)

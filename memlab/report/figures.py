@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from memlab.errors import ConfigError  # noqa: E402
 from memlab.memory.base import CONDITIONS  # noqa: E402
@@ -199,14 +200,17 @@ def plot_latency(frame: pd.DataFrame) -> plt.Figure:
     for ax, suite in zip(axes, suites, strict=True):
         rows = frame[frame["suite"] == suite].sort_values("condition", ascending=False)
         names = [label(c) for c in rows["condition"]]
-        behind = rows["background_ms"] if "background_ms" in rows else 0 * rows["llm_ms"]
-        ax.barh(names, rows["memory_ms"], color=blue, label="Memory (recall + store)")
-        ax.barh(names, rows["llm_ms"], left=rows["memory_ms"], color=orange, hatch="//",
+        # Seconds: with a local model an answer takes seconds, and millisecond ticks collide.
+        memory_s, llm_s = rows["memory_ms"] / 1000, rows["llm_ms"] / 1000
+        behind_s = (rows["background_ms"] if "background_ms" in rows else 0 * rows["llm_ms"]) / 1000
+        ax.barh(names, memory_s, color=blue, label="Memory (recall + store)")
+        ax.barh(names, llm_s, left=memory_s, color=orange, hatch="//",
                 edgecolor="white", label="LLM (answer)")
-        ax.barh(names, behind, left=rows["memory_ms"] + rows["llm_ms"], color=green,
+        ax.barh(names, behind_s, left=memory_s + llm_s, color=green,
                 hatch="..", edgecolor="white",
                 label="Background: consolidation + storing unanswered turns (spread per answer)")
-        ax.set(title=SUITE_LABELS.get(suite, suite), xlabel="Mean time per answer (ms)")
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+        ax.set(title=SUITE_LABELS.get(suite, suite), xlabel="Mean time per answer (s)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2,
                frameon=False)
