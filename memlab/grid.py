@@ -17,6 +17,8 @@ stopped run never reaches ``complete``, so running the grid again redoes it and 
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import os
 import tempfile
@@ -220,10 +222,10 @@ def execute_cell(cell: Cell, results_dir: str, notebook: str, kernel_name: str =
     while True:
         attempt += 1
         try:
-            papermill.execute_notebook(notebook, str(output), parameters=cell.parameters(results),
-                                       kernel_name=kernel_name, progress_bar=False,
-                                       start_timeout=start_timeout, cwd=os.getcwd(),
-                                       kernel_manager_class=ipc_kernel_manager())
+            in_own_event_loop(papermill.execute_notebook, notebook, str(output),
+                              parameters=cell.parameters(results), kernel_name=kernel_name,
+                              progress_bar=False, start_timeout=start_timeout, cwd=os.getcwd(),
+                              kernel_manager_class=ipc_kernel_manager())
             _record_cell(results / cell.run_id, cell)
             return CellResult(run_id=cell.run_id, status="complete", attempts=attempt,
                               seconds=time.perf_counter() - start, notebook=str(output))
@@ -234,6 +236,29 @@ def execute_cell(cell: Cell, results_dir: str, notebook: str, kernel_name: str =
             return CellResult(run_id=cell.run_id, status="failed", attempts=attempt,
                               seconds=time.perf_counter() - start, notebook=str(output),
                               error=_short_error(exc))
+
+
+def in_own_event_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn`` in an empty context, closing the event loop Jupyter opens for it.
+
+    jupyter_core keeps its event loop in a context variable, and a Dask worker copies one context
+    into every task thread: two cells running at once would both drive the same loop
+    ("This event loop is already running").
+    """
+    def call() -> Any:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            policy = asyncio.get_event_loop_policy()
+            try:
+                loop = policy.get_event_loop()
+            except RuntimeError:  # no loop was opened in this thread
+                loop = None
+            if loop is not None and not loop.is_running():
+                policy.set_event_loop(None)
+                loop.close()
+
+    return contextvars.Context().run(call)
 
 
 def ipc_kernel_manager() -> type:

@@ -12,6 +12,7 @@ import time
 
 import nbformat
 import pytest
+from jupyter_core.utils import ensure_event_loop
 from test_report_fixtures import write_run
 
 from memlab import grid
@@ -124,6 +125,9 @@ def test_process_pool_and_dask_local_cluster_give_the_same_results(tmp_path):
     cells = TINY.cells()
     pool = grid.run_grid(cells, tmp_path / "pool", workers=2, progress=False)
     assert [r.status for r in pool] == ["complete"] * 3, [r.error for r in pool]
+    # A synchronous Jupyter call in this thread leaves its event loop in a context variable
+    # that Dask copies into both worker threads; each cell must still get a loop of its own.
+    ensure_event_loop()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
