@@ -118,17 +118,17 @@ class GridSpec(BaseModel):
                 for c in self.conditions for seed in self.seeds]
 
 
-# The quick paper's LTM types: all but the two with the most needles (sallyanne 8,
-# locations_directions 7), which the full grid runs; every needle is one answered turn.
-QUICK_LTM_TYPES = ["colours", "jokes", "name_list", "prospective_memory", "shopping",
-                   "spy_meeting", "trigger_response"]
+# The quick paper's LTM types: the four with the fewest needles (3-5 answered turns each), one
+# of each kind of memory: the latest value (colours), a list (jokes), a deferred action
+# (prospective_memory) and a standing instruction (trigger_response). The full grid runs all nine.
+QUICK_LTM_TYPES = ["colours", "jokes", "prospective_memory", "trigger_response"]
 QUICK = GridSpec(
     name="quick",
     description=("All seven conditions on both suites at a small size, one seed (make paper): "
-                 "LTM at a 1k-token span with one example of 7 test types, a persona history of "
-                 "2k tokens on 2 topics."),
+                 "LTM at a 1k-token span with one example of 4 test types, a persona history of "
+                 "2k tokens on 1 topic (9 questions, every question type)."),
     spans={"ltm": [1000], "persona": [2000]},
-    suite_options={"ltm": {"examples": 1, "types": QUICK_LTM_TYPES}, "persona": {"n_topics": 2}},
+    suite_options={"ltm": {"examples": 1, "types": QUICK_LTM_TYPES}, "persona": {"n_topics": 1}},
     expected_minutes=15,
 )
 FULL = GridSpec(

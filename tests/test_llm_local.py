@@ -49,6 +49,18 @@ def test_complete_json_validates(qwen) -> None:
     assert person.city.lower() == "lisbon" and "nurse" in person.job.lower()
 
 
+def test_bounded_strings_are_enforced_by_the_grammar(qwen) -> None:
+    class Story(BaseModel):
+        story: str
+
+    prompt = CONTEXT + "Tell Maria's story in great detail, in at least five sentences."
+    free = complete_json(qwen, [{"role": "user", "content": prompt}], Story, max_tokens=120)
+    bounded = complete_json(qwen, [{"role": "user", "content": prompt}], Story, max_tokens=120,
+                            max_chars=40)
+    assert len(free.story) > 40  # the model does write more when it may
+    assert 0 < len(bounded.story) <= 40
+
+
 def test_picks_the_right_option_by_scoring(qwen) -> None:
     messages = [{"role": "user", "content": "Context: The team meeting was moved from Monday "
                  "to Thursday at 3pm.\nQuestion: When is the team meeting now?"}]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 import pytest
 from pydantic import BaseModel, Field
@@ -10,7 +11,13 @@ from pydantic import BaseModel, Field
 from memlab.errors import LLMError, StructuredOutputError
 from memlab.llm.fake import FakeLLM
 from memlab.llm.repair import parse_json_lenient, repair_json
-from memlab.llm.structured import MEMORY_MAX_ITEMS, complete_json, parse_model, prompt_schema
+from memlab.llm.structured import (
+    MEMORY_MAX_CHARS,
+    MEMORY_MAX_ITEMS,
+    complete_json,
+    parse_model,
+    prompt_schema,
+)
 
 
 class Person(BaseModel):
@@ -132,7 +139,7 @@ def test_parse_json_lenient_prefers_the_fenced_block() -> None:
     assert parse_json_lenient(text) == {"a": 1}
 
 
-def test_prompt_schema_hides_the_docstring_and_bounds_every_list() -> None:
+def test_prompt_schema_hides_the_docstring_and_bounds_every_list_and_string() -> None:
     class Notes(BaseModel):
         """Developer notes a model would copy into its reply."""
 
@@ -151,6 +158,21 @@ def test_prompt_schema_hides_the_docstring_and_bounds_every_list() -> None:
     llm = FakeLLM([json.dumps({"summary": "s", "tags": list("abcdef"), "pairs": [["x"]] * 10})])
     assert len(complete_json(llm, [{"role": "user", "content": "x"}], Notes, max_items=3).tags) == 6
     assert llm.params[0]["json_schema"]["properties"]["tags"]["maxItems"] == 3
+    assert "maxLength" not in schema["properties"]["summary"]
+    chars = prompt_schema(Notes, max_chars=40)["properties"]
+    assert chars["summary"]["maxLength"] == 40 and chars["tags"]["items"]["maxLength"] == 40
+    assert "maxItems" not in chars["tags"]
+
+
+def test_string_bound_keeps_the_models_own_string_rules() -> None:
+    class Pick(BaseModel):
+        kind: Literal["fact", "plan"]
+        code: str = Field(pattern=r"^[A-Z]{3}$")
+        name: str = Field(min_length=50)
+
+    props = prompt_schema(Pick, max_chars=20)["properties"]
+    assert "maxLength" not in props["kind"] and "maxLength" not in props["code"]
+    assert props["name"]["maxLength"] == 50  # never below the model's own minimum
 
 
 def test_bounded_prompt_schema_compiles_to_a_local_grammar() -> None:
@@ -159,4 +181,4 @@ def test_bounded_prompt_schema_compiles_to_a_local_grammar() -> None:
     from memlab.models.sleep import CompressionResult
 
     # grammar_for falls back to any-JSON when the converter fails; the bounded schema must not
-    LlamaGrammar.from_json_schema(json.dumps(prompt_schema(CompressionResult, max_items=MEMORY_MAX_ITEMS)), verbose=False)
+    LlamaGrammar.from_json_schema(json.dumps(prompt_schema(CompressionResult, max_items=MEMORY_MAX_ITEMS, max_chars=MEMORY_MAX_CHARS)), verbose=False)

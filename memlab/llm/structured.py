@@ -23,27 +23,35 @@ M = TypeVar("M", bound=BaseModel)
 # model loops ("memory", "memory compression", "memory", ...) until max_tokens cuts the JSON: in
 # the quick paper over half the 0.5B model's compression replies ended that way and were re-asked.
 MEMORY_MAX_ITEMS = 8
+# ... and no string longer than this (a summary, a concept): the 0.5B model also loops inside one
+# string ("I'll keep that in mind. I'll keep that in mind. ...") until max_tokens.
+MEMORY_MAX_CHARS = 480
 
 
-def prompt_schema(model_cls: type[BaseModel], *, max_items: int | None = None) -> dict[str, Any]:
+def prompt_schema(model_cls: type[BaseModel], *, max_items: int | None = None,
+                  max_chars: int | None = None) -> dict[str, Any]:
     """The JSON schema shown to (and, locally, enforced on) the model: pydantic's schema without
     its ``title`` annotations and the class docstring (a model copies a docstring into its reply);
-    with ``max_items``, every list is bounded by ``maxItems`` (the reply is still validated by the
-    model's own rules)."""
+    with ``max_items`` every list is bounded by ``maxItems``, with ``max_chars`` every free string
+    by ``maxLength`` (the reply is still validated by the model's own rules)."""
     schema = _drop_titles(model_cls.model_json_schema())
     schema.pop("description", None)
-    return schema if max_items is None else _bound_lists(schema, max_items)
+    return _bound(schema, max_items, max_chars)
 
 
-def _bound_lists(node: Any, max_items: int) -> Any:
-    if isinstance(node, dict):
-        bounded = {k: _bound_lists(v, max_items) for k, v in node.items()}
-        if bounded.get("type") == "array" and "maxItems" not in bounded:
-            bounded["maxItems"] = max(max_items, bounded.get("minItems", 0))
-        return bounded
+def _bound(node: Any, max_items: int | None, max_chars: int | None) -> Any:
     if isinstance(node, list):
-        return [_bound_lists(v, max_items) for v in node]
-    return node
+        return [_bound(v, max_items, max_chars) for v in node]
+    if not isinstance(node, dict):
+        return node
+    bounded = {k: _bound(v, max_items, max_chars) for k, v in node.items()}
+    kind = bounded.get("type")
+    if max_items is not None and kind == "array" and "maxItems" not in bounded:
+        bounded["maxItems"] = max(max_items, bounded.get("minItems", 0))
+    if (max_chars is not None and kind == "string" and "maxLength" not in bounded
+            and not {"enum", "const", "format", "pattern"} & bounded.keys()):
+        bounded["maxLength"] = max(max_chars, bounded.get("minLength", 0))
+    return bounded
 
 
 def _drop_titles(node: Any, *, in_properties: bool = False) -> Any:
@@ -116,20 +124,21 @@ def _shapes(data: Any) -> list[Any]:
 
 def complete_json(client: LLMClient, messages: list[Message] | list[dict[str, str]],
                   model_cls: type[M], *, max_retries: int = 2, max_tokens: int = 512,
-                  temperature: float = 0.0, max_items: int | None = None) -> M:
+                  temperature: float = 0.0, max_items: int | None = None,
+                  max_chars: int | None = None) -> M:
     """Ask ``client`` for an instance of ``model_cls``.
 
     Args:
         messages: the request; a JSON instruction with the schema is appended to it.
         max_retries: re-asks after the first attempt, each quoting the validation error.
-        max_items: bound every list the model writes (see ``prompt_schema``).
+        max_items, max_chars: bound every list and string the model writes (``prompt_schema``).
 
     Raises:
         StructuredOutputError: every attempt failed; ``raw_text`` is the last reply and
             ``errors`` has one message per attempt.
         LLMError: the model call itself failed (raised by the client).
     """
-    schema = prompt_schema(model_cls, max_items=max_items)
+    schema = prompt_schema(model_cls, max_items=max_items, max_chars=max_chars)
     convo = with_instruction(as_messages(messages), json_instruction(schema))
     errors: list[str] = []
     raw = ""

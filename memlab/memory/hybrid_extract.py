@@ -132,13 +132,13 @@ def extract_candidates(llm: LLMClient | None, exchange: Exchange, *, max_tokens:
     """
     if llm is None:
         return rule_based_candidates(exchange), "rules", "no llm"
-    from memlab.llm.structured import MEMORY_MAX_ITEMS, complete_json
+    from memlab.llm.structured import MEMORY_MAX_CHARS, MEMORY_MAX_ITEMS, complete_json
 
     messages = [Message(role="system", content=EXTRACT_PROMPT),
                 Message(role="user", content=exchange.render())]
     try:
         result = complete_json(llm, messages, ExtractionResult, max_tokens=max_tokens,
-                               max_items=MEMORY_MAX_ITEMS)
+                               max_items=MEMORY_MAX_ITEMS, max_chars=MEMORY_MAX_CHARS)
     except LLMError as exc:
         return rule_based_candidates(exchange), "rules", f"{type(exc).__name__}: {exc}"
     for candidate in result.candidates:

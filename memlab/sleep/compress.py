@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memlab.llm.base import LLMClient, Message
-from memlab.llm.structured import MEMORY_MAX_ITEMS, complete_json
+from memlab.llm.structured import MEMORY_MAX_CHARS, MEMORY_MAX_ITEMS, complete_json
 from memlab.models.sleep import CompressionResult, Episode
 
 if TYPE_CHECKING:
@@ -50,7 +50,8 @@ class MemoryCompressor:
         messages = [Message(role="system", content=COMPRESS_PROMPT),
                     Message(role="user", content=render_episodes(episodes, self.max_chars))]
         return complete_json(self.llm, messages, CompressionResult, max_tokens=self.max_tokens,
-                             max_retries=self.max_retries, max_items=MEMORY_MAX_ITEMS)
+                             max_retries=self.max_retries, max_items=MEMORY_MAX_ITEMS,
+                             max_chars=MEMORY_MAX_CHARS)
 
     def compress_single_episode(self, episode: Episode) -> CompressionResult:
         """Summarise one episode.

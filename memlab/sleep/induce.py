@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from memlab.llm.base import LLMClient, Message
-from memlab.llm.structured import MEMORY_MAX_ITEMS, complete_json
+from memlab.llm.structured import MEMORY_MAX_CHARS, MEMORY_MAX_ITEMS, complete_json
 from memlab.models.sleep import ConsolidatedMemory, Schema
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def induce_schema(group: list[ConsolidatedMemory], llm: LLMClient, store: Schema
     draft = complete_json(llm, [Message(role="system", content=SCHEMA_PROMPT),
                                 Message(role="user", content=text)], SchemaDraft,
                           max_tokens=cfg.max_tokens, max_retries=cfg.max_retries,
-                          max_items=MEMORY_MAX_ITEMS)
+                          max_items=MEMORY_MAX_ITEMS, max_chars=MEMORY_MAX_CHARS)
     schema = Schema(name=draft.name.strip() or "pattern", description=draft.description,
                     core_concepts=concepts, related_memory_ids=[m.id for m in group],
                     examples=examples, confidence=draft.confidence)
