@@ -126,8 +126,8 @@ QUICK = GridSpec(
     name="quick",
     description=("All seven conditions on both suites at a small size, one seed (make paper): "
                  "LTM at a 1k-token span with one example of 4 test types, a persona history of "
-                 "2k tokens on 1 topic (9 questions, every question type)."),
-    spans={"ltm": [1000], "persona": [2000]},
+                 "1k tokens on 1 topic (9 questions, every question type)."),
+    spans={"ltm": [1000], "persona": [1000]},
     suite_options={"ltm": {"examples": 1, "types": QUICK_LTM_TYPES}, "persona": {"n_topics": 1}},
     expected_minutes=15,
 )

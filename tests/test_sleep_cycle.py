@@ -41,6 +41,8 @@ def script(n: int = 40) -> list[tuple[str, str]]:
 
 
 def sleep_memory(tmp_path, llm, **config):
+    """The sleep condition compressing in batches of 5 (the counts below follow from it)."""
+    config["cycle"] = {"batch_size": 5, **config.get("cycle", {})}
     return MEMORIES.create("sleep", scope=Scope(user_id="alice"), llm=llm,
                            embedder=HashingEmbedder(), workdir=tmp_path, config=config)
 

@@ -23,7 +23,7 @@ class EpisodicSummaryConfig(EpisodicConfig):
 
     summarize_every: int = Field(20, ge=0, description="new episodes between compressions (0: never)")
     keep_recent: int = Field(5, ge=0, description="newest episodes left raw at each compression")
-    batch_size: int = Field(5, ge=1, description="episodes per compression call")
+    batch_size: int = Field(10, ge=1, description="episodes per compression call")
     relevant_summaries: int = Field(3, ge=0, description="summaries recalled by similarity")
     recall_summarised_episodes: bool = Field(
         False, description="also recall raw episodes already covered by a summary")

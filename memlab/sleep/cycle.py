@@ -36,7 +36,7 @@ class CycleConfig(BaseModel):
                                    description="replay priority weights (phases 1 and 4)")
     max_replay: int = Field(100, ge=1, description="episodes replayed (and compressed) per cycle")
     min_replay_priority: float = Field(0.0, ge=0, description="episodes below wait for a later cycle")
-    batch_size: int = Field(5, ge=1, description="episodes per compression call (1 = single)")
+    batch_size: int = Field(10, ge=1, description="episodes per compression call (1 = single)")
     compress_max_tokens: int = Field(256, ge=16, description="reply limit of one compression")
     compress_max_retries: int = Field(1, ge=0, description="complete_json re-asks on bad JSON")
     schema_formation: bool = Field(True, description="run phase 3")
