@@ -89,11 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     paper = commands.add_parser(
         "paper", help="run the grid, then write every figure and table", formatter_class=raw,
-        description="Run the quick grid (7 conditions x 2 suites at a small size, ~15 min on 2 "
+        description="Run the quick grid (7 conditions x 2 suites at a small size, ~20 min on 2 "
                     "cores with the local model; cached reruns take seconds), then execute "
                     "notebooks/paper.ipynb: figures (PNG + PDF) into --figures and tables (CSV, "
                     "LaTeX, markdown) into --figures/tables. --full runs the paper grid "
-                    "(3 LTM spans, 2 persona lengths, 3 seeds; many hours on a laptop).",
+                    "(3 LTM spans, 2 persona lengths, 3 seeds; about two days on 2 cores).",
         epilog="example: memlab paper --figures figures")
     paper.add_argument("--full", action="store_true", help="the larger grid (see above)")
     paper.add_argument("--results", default=None, help="results folder (default results/<spec>)")

@@ -129,7 +129,7 @@ QUICK = GridSpec(
                  "1k tokens on 1 topic (9 questions, every question type)."),
     spans={"ltm": [1000], "persona": [1000]},
     suite_options={"ltm": {"examples": 1, "types": QUICK_LTM_TYPES}, "persona": {"n_topics": 1}},
-    expected_minutes=15,
+    expected_minutes=20,
 )
 FULL = GridSpec(
     name="full",
@@ -138,7 +138,7 @@ FULL = GridSpec(
     spans={"ltm": [1000, 4000, 8000], "persona": [8000, 32000]},
     seeds=[0, 1, 2],
     suite_options={"ltm": {"examples": 3}},
-    expected_minutes=14 * 60,
+    expected_minutes=48 * 60,
 )
 SPECS = {"quick": QUICK, "full": FULL}
 

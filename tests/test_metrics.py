@@ -121,6 +121,11 @@ def test_wilson_and_t_intervals():
     low, high = metrics.mean_ci([1.0, 2.0, 3.0])
     assert low == pytest.approx(2 - 4.303 * 1 / math.sqrt(3), abs=1e-3)
     assert metrics.mean_ci([0.5]) == (0.5, 0.5)
+    # four LTM tests scoring 0, 0, 0, 1: the t interval leaves [0, 1], a score cannot
+    free_low, free_high = metrics.mean_ci([0.0, 0.0, 0.0, 1.0])
+    assert free_low < 0 and free_high > 1
+    assert metrics.mean_ci([0.0, 0.0, 0.0, 1.0], bounds=(0.0, 1.0)) == (0.0, 1.0)
+    assert metrics.summarise("s", [0.2, 0.3], proportion=False, bounds=(0.0, 1.0)).ci_low == 0.0
     cell = metrics.summarise("x", [1, 1, 0, 0])
     assert (cell.value, cell.n) == (0.5, 4) and cell.ci_low < 0.5 < cell.ci_high
     empty = metrics.summarise("x", [])

@@ -66,8 +66,10 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float | None, flo
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def mean_ci(values: Iterable[float], level: float = 0.95) -> tuple[float | None, float | None]:
-    """Student-t interval of a mean (the point itself when n is 1 or the spread is 0)."""
+def mean_ci(values: Iterable[float], level: float = 0.95,
+            bounds: tuple[float, float] | None = None) -> tuple[float | None, float | None]:
+    """Student-t interval of a mean (the point itself when n is 1 or the spread is 0), clipped
+    to ``bounds`` when the values cannot leave them (scores in [0, 1])."""
     arr = np.asarray(list(values), dtype=float)
     if arr.size == 0:
         return None, None
@@ -75,16 +77,19 @@ def mean_ci(values: Iterable[float], level: float = 0.95) -> tuple[float | None,
     if arr.size == 1 or float(arr.std(ddof=1)) == 0.0:
         return mean, mean
     half = float(stats.t.ppf((1 + level) / 2, arr.size - 1) * arr.std(ddof=1) / math.sqrt(arr.size))
-    return mean - half, mean + half
+    if bounds is None:
+        return mean - half, mean + half
+    return max(bounds[0], mean - half), min(bounds[1], mean + half)
 
 
 def summarise(metric: str, outcomes: Iterable[float], *, phase: str | None = None,
-              proportion: bool = True) -> MetricValue:
-    """Pool outcomes into a cell: mean, n, Wilson (proportion) or t (mean) 95% CI."""
+              proportion: bool = True, bounds: tuple[float, float] | None = None) -> MetricValue:
+    """Pool outcomes into a cell: mean, n, Wilson (proportion) or t (mean, clipped to
+    ``bounds``) 95% CI."""
     values = [float(v) for v in outcomes]
     n = len(values)
     value = sum(values) / n if n else None
-    low, high = wilson(sum(values), n) if proportion else mean_ci(values)
+    low, high = wilson(sum(values), n) if proportion else mean_ci(values, bounds=bounds)
     return MetricValue(metric=metric, value=value, n=n, ci_low=low, ci_high=high, phase=phase)
 
 

@@ -92,7 +92,8 @@ def table1(results_dir: str | Path, *, embedder: Any = None) -> pd.DataFrame:
             if name == "long_horizon_qa" and not outcomes:
                 fractions = [s["score"] / s["max_score"] for r in runs for s in r.scores
                              if s.get("phase") == "main"]
-                value = metrics.summarise(name, fractions, phase="main", proportion=False)
+                value = metrics.summarise(name, fractions, phase="main", proportion=False,
+                                          bounds=(0.0, 1.0))
             row.update(_cell(name, value))
         answers = _answers(runs)
         for column in ("prompt_tokens", "completion_tokens", "latency_s"):
@@ -156,7 +157,8 @@ def ltm_scores(results_dir: str | Path, *, suite: str = "ltm",
         frame["fraction"] = frame["score"] / frame["max_score"]
         total, var = 0.0, 0.0
         for test_type, group in sorted(frame.groupby("test_type")):
-            cell = metrics.summarise(test_type, group["fraction"], proportion=False)
+            cell = metrics.summarise(test_type, group["fraction"], proportion=False,
+                                     bounds=(0.0, 1.0))
             rows.append({"condition": condition, "test_type": test_type, "score": cell.value,
                          "n": cell.n, "ci_low": cell.ci_low, "ci_high": cell.ci_high,
                          "max_score": 1.0})
