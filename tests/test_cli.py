@@ -74,7 +74,8 @@ def test_run_executes_one_condition(tmp_path, capsys):
 
 
 def test_paper_skips_complete_cells_and_writes_figures(tmp_path, capsys):
-    results = write_results(tmp_path / "results", seeds=(0,), spans=(1000,))
+    results = write_results(tmp_path / "results", seeds=(0,), spans=tuple(grid.QUICK.spans["ltm"]),
+                            persona_span=grid.QUICK.spans["persona"][0])
     for cell in grid.QUICK.cells(llm="fake", embedder="hashing"):  # as the grid records them
         (results / cell.run_id / grid.CELL_FILE).write_text(cell.model_dump_json())
     status = cli.main(["paper", "--results", str(results), "--figures", str(tmp_path / "fig"),

@@ -69,12 +69,12 @@ def write_run(root: Path, condition: str, suite: str, seed: int, span: int,
     return folder
 
 
-def write_results(root: Path, seeds=(0, 1), spans=(1000, 4000)) -> Path:
+def write_results(root: Path, seeds=(0, 1), spans=(1000, 4000), persona_span=2000) -> Path:
     """A results folder: every condition on both suites, two seeds, two LTM spans, probes."""
     for condition in CONDITIONS:
         for seed in seeds:
             for span in spans:
                 write_run(root, condition, "ltm", seed, span)
-            write_run(root, condition, "persona", seed, 2000, probes=condition == "sleep")
+            write_run(root, condition, "persona", seed, persona_span, probes=condition == "sleep")
     write_run(root, "vanilla", "ltm", 9, 1000, status="running")  # must be ignored
     return root
