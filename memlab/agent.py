@@ -41,6 +41,8 @@ class TurnTrace(BaseModel):
         truncated_turns: exchanges the condition cut to fit the window (full_context).
         slept: an auto-sleep cycle ran after this turn; ``cycle_stats`` holds its CycleStats.
         error: the LLM call failed (typed LLMError name + message); ``reply`` is then "".
+        context: the MemoryContext recalled for this turn (not written to turns.jsonl; the
+            runner reads evidence and provenance from it).
     """
 
     reply: str = ""
@@ -59,6 +61,7 @@ class TurnTrace(BaseModel):
     slept: bool = False
     cycle_stats: dict[str, Any] | None = None
     error: str | None = None
+    context: MemoryContext | None = Field(None, exclude=True, repr=False)
 
 
 def render_options(text: str, options: list[str]) -> str:
@@ -102,6 +105,7 @@ class Agent:
         trace = TurnTrace()
         start = time.perf_counter()
         context = self.memory.recall(text)
+        trace.context = context
         trace.memory_latency_s = time.perf_counter() - start
         user_text = render_options(text, options) if options else text
         messages = self._build_messages(context, user_text, trace)

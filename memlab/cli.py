@@ -15,44 +15,86 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memlab.bench.base import SUITES
+from memlab.embed.base import EMBEDDERS
 from memlab.errors import ConfigError, MemlabError, MissingDependencyError
-from memlab.memory.base import CONDITIONS
+from memlab.llm.base import LLMS
+from memlab.memory.base import MEMORIES
+from memlab.registry import Registry
 
-DESCRIPTION = """\
-memlab compares seven long-term-memory architectures for LLM agents on the same model, data and
-scorers, with accuracy next to what each costs in tokens and time. Offline by default (a local
-model); MEMLAB_LLM=gemini with GEMINI_API_KEY set switches to Gemini.
+DESCRIPTION = f"""\
+memlab compares {len(MEMORIES.names())} long-term-memory architectures for LLM agents on the same
+model, data and scorers, with accuracy next to what each costs in tokens and time. Offline by
+default (a local model); MEMLAB_LLM=gemini with GEMINI_API_KEY set switches to Gemini.
 
 Start here:
-  memlab paper                     the quick paper: 7 conditions x 2 suites, then every figure
+  memlab paper                     the quick paper: every condition x suite, then every figure
   memlab run -c sleep -s persona   one condition on one suite, printed summary
+  memlab conditions / suites       what can be run, one line each
   memlab lab                       JupyterLab on the notebooks (tour.ipynb first)
 """
 EPILOG = "Each command has its own help: memlab <command> --help"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (the usage is in --help), exit status 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _names(registry: Registry) -> str:
+    return ", ".join(registry.names())
+
+
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--llm", choices=("local", "gemini", "openai", "fake"), default=None,
-                        help="answering model provider (default: MEMLAB_LLM or local); fake "
-                             "is for tests only")
-    parser.add_argument("--embedder", choices=("minilm", "hashing"), default=None,
-                        help="embedder (default: MEMLAB_EMBEDDER or minilm; hashing: tests)")
+    parser.add_argument("--llm", choices=LLMS.names(), default=None,
+                        help="answering model provider (default: MEMLAB_LLM or local; "
+                             "memlab llms lists them)")
+    parser.add_argument("--llm-model", default=None,
+                        help="model within the provider: a local tier (0.5b, 1.5b, 135m) or a "
+                             "GGUF path, or the remote provider's model name")
+    parser.add_argument("--embedder", choices=EMBEDDERS.names(), default=None,
+                        help="embedder (default: MEMLAB_EMBEDDER or minilm)")
 
 
 def _add_grid_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=_positive_int, default=None,
                         help="local processes (default 1 with the local model, else 2)")
     parser.add_argument("--scheduler", default=None,
                         help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: "
                              "MEMLAB_DASK_SCHEDULER; unset: local process pool)")
-    parser.add_argument("--retries", type=int, default=2,
+    parser.add_argument("--retries", type=_non_negative_int, default=2,
                         help="retries of a cell whose kernel failed to start (default 2)")
 
 
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def _add_listing(commands, name: str, registry: Registry, what: str) -> None:
+    commands.add_parser(name, help=f"list the {what}, one line each",
+                        description=f"Print every registered {registry.role} with what it is.")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memlab", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
+    parser = OneLineParser(prog="memlab", description=DESCRIPTION, epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", metavar="<command>", required=True,
+                                     parser_class=OneLineParser)
     raw = argparse.RawDescriptionHelpFormatter
 
     run = commands.add_parser(
@@ -60,11 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run one memory condition on one suite into <out>/<run_id>/ and print its "
                     "summary. A run that exists resumes (or is skipped when complete).",
         epilog="example: memlab run --condition rag --suite ltm --span 2000 --seed 1")
-    run.add_argument("-c", "--condition", required=True, help=f"one of: {', '.join(CONDITIONS)}")
-    run.add_argument("-s", "--suite", required=True, help="ltm or persona")
-    run.add_argument("--span", type=int, default=1000,
-                     help="memory span (ltm) or context length (persona) in tokens (default 1000)")
-    run.add_argument("--seed", type=int, default=0, help="suite and run seed (default 0)")
+    run.add_argument("-c", "--condition", required=True, choices=MEMORIES.names(),
+                     metavar="CONDITION", help=f"one of: {_names(MEMORIES)}")
+    run.add_argument("-s", "--suite", required=True, choices=SUITES.names(), metavar="SUITE",
+                     help=f"one of: {_names(SUITES)}")
+    run.add_argument("--span", type=_positive_int, default=1000,
+                     help="tokens of conversation: the LTM memory span or the persona history "
+                          "length (default 1000)")
+    run.add_argument("--seed", type=_non_negative_int, default=0,
+                     help="suite and run seed (default 0)")
     run.add_argument("--out", default="results/manual", help="results folder (results/manual)")
     run.add_argument("--probes-sleep", action="store_true",
                      help="also run Table 2's pre/post sleep protocol after the conversation")
@@ -81,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--spec", default="quick",
                       help="quick, full, or a YAML file with GridSpec fields (default quick)")
     grid.add_argument("--conditions", help="comma-separated subset of the spec's conditions")
-    grid.add_argument("--suites", help="comma-separated subset: ltm,persona")
+    grid.add_argument("--suites", help=f"comma-separated subset of: {_names(SUITES)}")
     grid.add_argument("--seeds", help="comma-separated seeds replacing the spec's")
     grid.add_argument("--results", default=None, help="results folder (default results/<spec>)")
     _add_model_options(grid)
@@ -119,18 +165,27 @@ def build_parser() -> argparse.ArgumentParser:
         description="POST /turn with {\"history\": ..., \"message\": ...} returns the reply and "
                     "its trace; GET /health. Loopback by default.",
         epilog="example: memlab serve --condition rag --port 8765")
-    serve.add_argument("-c", "--condition", default="rag", help=f"one of: {', '.join(CONDITIONS)}")
+    serve.add_argument("-c", "--condition", default="rag", choices=MEMORIES.names(),
+                       metavar="CONDITION", help=f"one of: {_names(MEMORIES)} (default rag)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--workdir", default="results/serve", help="folder of the agent's stores")
     _add_model_options(serve)
+
+    _add_listing(commands, "conditions", MEMORIES, "memory conditions")
+    _add_listing(commands, "suites", SUITES, "benchmark suites")
+    _add_listing(commands, "llms", LLMS, "LLM providers")
+    _add_listing(commands, "embedders", EMBEDDERS, "embedders")
     return parser
 
 
-def _settings_default(value: str | None, field: str) -> str:
+def _chosen(value: str | None, field: str) -> str | None:
+    """``value`` given on the command line, else the setting when the environment sets it
+    (``MEMLAB_LLM``...), else None (the grid spec's own choice stands)."""
     from memlab.config import get_settings
 
-    return value or getattr(get_settings(), field)
+    settings = get_settings()
+    return value or (getattr(settings, field) if field in settings.model_fields_set else None)
 
 
 def _split(text: str | None, cast=str) -> list | None:
@@ -143,13 +198,12 @@ def _split(text: str | None, cast=str) -> list | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from memlab.report import lab
+    from memlab import lab
 
     run_dir = lab.run_condition(
-        args.condition, args.suite, args.span, args.seed,
-        llm=_settings_default(args.llm, "llm"), embedder=_settings_default(args.embedder,
-                                                                           "embedder"),
-        out_dir=args.out, probes_sleep=args.probes_sleep)
+        args.condition, args.suite, args.span, args.seed, llm=args.llm,
+        llm_model=args.llm_model, embedder=args.embedder, out_dir=args.out,
+        probes_sleep=args.probes_sleep)
     print(lab.run_summary(run_dir).to_string())
     print(f"\nrun folder: {run_dir}")
     return 0
@@ -164,8 +218,9 @@ def _grid_cells(args: argparse.Namespace, spec_name: str):
               "seeds": _split(getattr(args, "seeds", None), int)}
     spec = grid.validate_spec(spec.model_dump() | {k: v for k, v in update.items() if v},
                               spec.name)
-    cells = spec.cells(llm=_settings_default(args.llm, "llm"),
-                       embedder=_settings_default(args.embedder, "embedder"))
+    cells = spec.cells(llm=_chosen(args.llm, "llm"),
+                       llm_model=_chosen(args.llm_model, "llm_model"),
+                       embedder=_chosen(args.embedder, "embedder"))
     return spec, cells
 
 
@@ -231,19 +286,29 @@ def cmd_goodai_rescore(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from memlab.report import lab
+    from memlab import lab
     from memlab.server import serve
 
-    llm = lab.make_llm(_settings_default(args.llm, "llm"))
+    llm = lab.make_llm(args.llm, args.llm_model)
     agent = lab.make_agent(args.condition, llm=llm, workdir=args.workdir,
-                           embedder=lab.make_embedder(_settings_default(args.embedder,
-                                                                        "embedder")))
+                           embedder=lab.make_embedder(args.embedder))
     serve(agent, args.host, args.port, condition=args.condition)
     return 0
 
 
+def cmd_listing(args: argparse.Namespace) -> int:
+    registry = {"conditions": MEMORIES, "suites": SUITES, "llms": LLMS,
+                "embedders": EMBEDDERS}[args.command]
+    width = max(len(name) for name in registry.names())
+    for name, description in registry.describe():
+        print(f"{name:<{width}}  {description}")
+    return 0
+
+
 COMMANDS = {"run": cmd_run, "grid": cmd_grid, "paper": cmd_paper, "lab": cmd_lab,
-            "goodai-rescore": cmd_goodai_rescore, "serve": cmd_serve}
+            "goodai-rescore": cmd_goodai_rescore, "serve": cmd_serve,
+            "conditions": cmd_listing, "suites": cmd_listing, "llms": cmd_listing,
+            "embedders": cmd_listing}
 
 
 def main(argv: list[str] | None = None) -> int:

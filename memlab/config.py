@@ -23,14 +23,14 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="MEMLAB_", extra="forbid")
 
-    llm: str = Field("local", description="LLM provider: local, gemini, openai or fake")
+    llm: str = Field("local", description="LLM provider: a key of memlab.llm.LLMS (memlab llms)")
     llm_model: str | None = Field(None, description="provider model name (gemini/openai)")
     local_size: Literal["0.5b", "1.5b", "135m"] = Field("0.5b", description="packaged GGUF tier")
     local_model: Path | None = Field(None, description="path to any GGUF file (overrides size)")
     n_ctx: int = Field(4096, ge=512, description="local model context window in tokens")
     n_threads: int | None = Field(None, ge=1, description="local model CPU threads")
     openai_base_url: str | None = None
-    embedder: str = Field("minilm", description="embedder: minilm or hashing (tests only)")
+    embedder: str = Field("minilm", description="embedder: a key of EMBEDDERS (memlab embedders)")
     redis_url: str | None = None
     chroma_url: str | None = None
     sql_url: str | None = None

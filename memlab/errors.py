@@ -66,3 +66,16 @@ class VersionConflictError(StoreError):
 
 class IllegalTransitionError(MemlabError, ValueError):
     """A state machine was asked for a transition its specification does not allow."""
+
+
+def fields_message(errors: list[dict], *, whole: str = "value") -> str:
+    """One line for a pydantic ``ValidationError.errors()`` list: ``field 'span': <rule>; ...``.
+
+    Args:
+        whole: what to call an error that belongs to no field (``loc`` empty).
+    """
+    parts = []
+    for error in errors:
+        field = ".".join(str(p) for p in error.get("loc", ())) or whole
+        parts.append(f"field {field!r}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts)

@@ -1,11 +1,11 @@
 """The papermill grid: conditions x suites x spans x seeds, one notebook execution per cell.
 
-Each cell executes ``notebooks/condition.ipynb`` with its parameters. Paths follow from the
-parameters alone: the run lands in ``<results_dir>/<run_id>/`` and the executed notebook in
-``<results_dir>/notebooks/<run_id>.ipynb``, with ``run_id = <suite>-<condition>-<span>-s<seed>``.
-A cell is skipped when its run's manifest says ``complete`` and the run's ``cell.json`` holds the
-same cell (a run left by another grid spec is re-executed, and the runner then refuses the folder
-with an error naming what differs), so a grid can be stopped and run again.
+Each cell is a RunSpec; it executes ``condition.ipynb`` with the spec's fields as parameters.
+Paths follow from the spec alone: the run lands in ``<results_dir>/<run_id>/`` and the executed
+notebook in ``<results_dir>/notebooks/<run_id>.ipynb`` (``RunSpec.run_id``). A cell is skipped when
+its run is complete and its manifest records the same spec (a run left by another grid spec is
+re-executed, and the runner then refuses the folder with an error naming what differs), so a grid
+can be stopped and run again.
 
 Cells run on a local process pool by default, or on a Dask distributed cluster when a scheduler
 address (or ``MEMLAB_DASK_SCHEDULER``) is given. A kernel that fails to start is retried; an
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import os
 import tempfile
 import time
@@ -30,41 +29,27 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from tqdm.auto import tqdm
 
-from memlab.errors import ConfigError, MissingDependencyError
+from memlab.bench.base import SUITES
+from memlab.bench.runner import is_complete
+from memlab.bench.spec import RunSpec
+from memlab.config import get_settings
+from memlab.errors import ConfigError, MissingDependencyError, fields_message
 from memlab.gridpool import pool_map, sigterm_as_interrupt
-from memlab.memory.base import CONDITIONS
+from memlab.memory.base import MEMORIES
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
-SUITES = ("ltm", "persona")
-CELL_FILE = "cell.json"  # the grid cell a run folder was made by
 
 
 class GridInterrupted(KeyboardInterrupt):
     """Ctrl-C or SIGTERM stopped the grid; its complete cells are kept."""
 
 
-class Cell(BaseModel):
-    """One grid cell: one condition on one suite at one span with one seed."""
-
-    condition: str
-    suite: str
-    span: int = Field(gt=0, description="memory span (ltm) or context length (persona), tokens")
-    seed: int = 0
-    llm: str = "local"
-    embedder: str = "minilm"
-    suite_options: dict[str, Any] = Field(default_factory=dict)
-    probes_sleep: bool = Field(False, description="run the Table 2 pre/post sleep protocol")
-
-    @property
-    def run_id(self) -> str:
-        return f"{self.suite}-{self.condition}-{self.span}-s{self.seed}"
-
-    def parameters(self, results_dir: Path) -> dict[str, Any]:
-        """The papermill parameters of condition.ipynb for this cell."""
-        return self.model_dump() | {"out_dir": str(results_dir), "run_id": self.run_id}
+def cell_parameters(cell: RunSpec, results_dir: Path) -> dict[str, Any]:
+    """The papermill parameters of condition.ipynb for one cell: its spec's fields + out_dir."""
+    return cell.identity() | {"out_dir": str(results_dir)}
 
 
 class GridSpec(BaseModel):
@@ -76,14 +61,17 @@ class GridSpec(BaseModel):
         expected_minutes: wall-clock estimate on a 2-core machine with the local 0.5B model.
     """
 
+    model_config = ConfigDict(extra="forbid")
+
     name: str
     description: str = ""
-    conditions: list[str] = Field(default_factory=lambda: list(CONDITIONS))
-    suites: list[str] = Field(default_factory=lambda: list(SUITES))
+    conditions: list[str] = Field(default_factory=MEMORIES.names)
+    suites: list[str] = Field(default_factory=SUITES.names)
     spans: dict[str, list[int]]
     seeds: list[int] = Field(default_factory=lambda: [0])
     suite_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     llm: str = "local"
+    llm_model: str | None = None
     embedder: str = "minilm"
     sleep_probes: bool = Field(True, description="the sleep cells also run Table 2's protocol")
     expected_minutes: float | None = None
@@ -91,31 +79,40 @@ class GridSpec(BaseModel):
     @field_validator("conditions")
     @classmethod
     def _known_conditions(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(CONDITIONS))
-        if unknown:
-            raise ValueError(f"unknown condition(s) {unknown}; known: {', '.join(CONDITIONS)}")
-        return value
+        return [MEMORIES.check(v) for v in value]
 
     @field_validator("suites")
     @classmethod
     def _known_suites(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(SUITES))
-        if unknown:
-            raise ValueError(f"unknown suite(s) {unknown}; known: {', '.join(SUITES)}")
-        return value
+        return [SUITES.check(v) for v in value]
 
-    def cells(self, **overrides: Any) -> list[Cell]:
-        """Every cell of the grid (``overrides``: llm / embedder replacing the spec's)."""
-        base = {"llm": self.llm, "embedder": self.embedder} | {
+    def cells(self, **overrides: Any) -> list[RunSpec]:
+        """Every cell of the grid, validated before anything runs.
+
+        Args:
+            **overrides: llm / llm_model / embedder replacing the spec's (None: keep).
+
+        Raises:
+            ConfigError: a suite without spans, a duplicate cell, or a field no RunSpec takes
+                (named with the cell it belongs to).
+        """
+        base = {"llm": self.llm, "llm_model": self.llm_model, "embedder": self.embedder} | {
             k: v for k, v in overrides.items() if v is not None}
         missing = [suite for suite in self.suites if not self.spans.get(suite)]
         if missing:
             raise ConfigError(f"grid {self.name!r}: spans has no size for suite(s) {missing}")
-        return [Cell(condition=c, suite=s, span=span, seed=seed,
-                     suite_options=self.suite_options.get(s, {}),
-                     probes_sleep=self.sleep_probes and c == "sleep", **base)
-                for s in self.suites for span in self.spans[s]
-                for c in self.conditions for seed in self.seeds]
+        cells = [RunSpec.parse({"condition": c, "suite": s, "span": span, "seed": seed,
+                                "suite_options": self.suite_options.get(s, {}),
+                                "probes_sleep": self.sleep_probes and c == "sleep", **base},
+                               f"grid {self.name!r}, cell {s}/{c}/{span}/s{seed}")
+                 for s in self.suites for span in self.spans[s]
+                 for c in self.conditions for seed in self.seeds]
+        ids = [cell.run_id for cell in cells]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ConfigError(f"grid {self.name!r}: cells repeat ({', '.join(repeated)}): "
+                              "a condition, span or seed is listed twice")
+        return cells
 
 
 # The quick paper's LTM types: the four with the fewest needles (3-5 answered turns each), one
@@ -148,9 +145,8 @@ def validate_spec(values: dict[str, Any], source: str) -> GridSpec:
     try:
         return GridSpec.model_validate(values)
     except ValidationError as exc:
-        fields = "; ".join(f"field {'.'.join(map(str, e['loc'])) or 'spec'!r}: {e['msg']}"
-                           for e in exc.errors())
-        raise ConfigError(f"grid spec {source}: {fields}") from exc
+        message = fields_message(exc.errors(), whole="spec")
+        raise ConfigError(f"grid spec {source}: {message}") from exc
 
 
 def load_spec(name_or_path: str | Path) -> GridSpec:
@@ -179,26 +175,6 @@ class CellResult(BaseModel):
     error: str | None = None
 
 
-def is_complete(results_dir: Path, run_id: str, cell: Cell | None = None) -> bool:
-    """Whether ``<results_dir>/<run_id>`` holds a complete run (of ``cell``, when given)."""
-    run_dir = Path(results_dir) / run_id
-    try:
-        if json.loads((run_dir / "manifest.json").read_text()).get("status") != "complete":
-            return False
-        return cell is None or json.loads((run_dir / CELL_FILE).read_text()) == _cell_json(cell)
-    except (OSError, ValueError):
-        return False
-
-
-def _record_cell(run_dir: Path, cell: Cell) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / CELL_FILE).write_text(cell.model_dump_json(indent=1))
-
-
-def _cell_json(cell: Cell) -> dict[str, Any]:
-    return json.loads(cell.model_dump_json())
-
-
 def _is_kernel_start_failure(exc: BaseException) -> bool:
     from papermill.exceptions import PapermillExecutionError
 
@@ -208,13 +184,13 @@ def _is_kernel_start_failure(exc: BaseException) -> bool:
     return isinstance(exc, TimeoutError | RuntimeError | OSError) or "kernel" in text
 
 
-def execute_cell(cell: Cell, results_dir: str, notebook: str, kernel_name: str = "python3",
+def execute_cell(cell: RunSpec, results_dir: str, notebook: str, kernel_name: str = "python3",
                  retries: int = 2, start_timeout: float = 60) -> CellResult:
     """Execute condition.ipynb for one cell (skipped when its run is already complete)."""
     import papermill
 
     results = Path(results_dir)
-    if is_complete(results, cell.run_id, cell):
+    if is_complete(cell.run_dir(results), cell):
         return CellResult(run_id=cell.run_id, status="skipped")
     output = results / "notebooks" / f"{cell.run_id}.ipynb"
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -223,10 +199,10 @@ def execute_cell(cell: Cell, results_dir: str, notebook: str, kernel_name: str =
         attempt += 1
         try:
             in_own_event_loop(papermill.execute_notebook, notebook, str(output),
-                              parameters=cell.parameters(results), kernel_name=kernel_name,
-                              progress_bar=False, start_timeout=start_timeout, cwd=os.getcwd(),
+                              parameters=cell_parameters(cell, results),
+                              kernel_name=kernel_name, progress_bar=False,
+                              start_timeout=start_timeout, cwd=os.getcwd(),
                               kernel_manager_class=ipc_kernel_manager())
-            _record_cell(results / cell.run_id, cell)
             return CellResult(run_id=cell.run_id, status="complete", attempts=attempt,
                               seconds=time.perf_counter() - start, notebook=str(output))
         except Exception as exc:  # noqa: BLE001 - every failure is reported with its cell
@@ -286,7 +262,7 @@ def _short_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
 
 
-def default_workers(cells: list[Cell]) -> int:
+def default_workers(cells: list[RunSpec]) -> int:
     """One process per core, at most 2: each local model then runs on its own core.
 
     llama.cpp defaults to half the cores per process; two single-threaded processes on 2 cores
@@ -302,11 +278,11 @@ _COST_RANK = {"sleep": 0, "hybrid": 1, "episodic_summary": 2, "full_context": 3,
               "rag": 5, "vanilla": 6}
 
 
-def by_expected_cost(cells: list[Cell]) -> list[Cell]:
+def by_expected_cost(cells: list[RunSpec]) -> list[RunSpec]:
     return sorted(cells, key=lambda c: (_COST_RANK.get(c.condition, 9), -c.span))
 
 
-def _dask_map(task: Callable, cells: list[Cell], scheduler: Any) -> Iterator[CellResult]:
+def _dask_map(task: Callable, cells: list[RunSpec], scheduler: Any) -> Iterator[CellResult]:
     try:
         from dask.distributed import Client
         from dask.distributed import as_completed as dask_completed
@@ -329,7 +305,7 @@ def _dask_map(task: Callable, cells: list[Cell], scheduler: Any) -> Iterator[Cel
             client.close()
 
 
-def run_grid(cells: list[Cell], results_dir: str | Path, *, notebook: str | Path | None = None,
+def run_grid(cells: list[RunSpec], results_dir: str | Path, *, notebook: str | Path | None = None,
              workers: int | None = None, scheduler: Any = None, kernel_name: str = "python3",
              retries: int = 2, progress: bool = True) -> list[CellResult]:
     """Run every cell; return one CellResult per cell, in the order given.
@@ -351,8 +327,8 @@ def run_grid(cells: list[Cell], results_dir: str | Path, *, notebook: str | Path
         raise ConfigError(f"notebook {str(notebook)!r}: no such file")
     task = partial(execute_cell, results_dir=str(results), notebook=str(notebook),
                    kernel_name=kernel_name, retries=retries)
-    scheduler = scheduler or os.environ.get("MEMLAB_DASK_SCHEDULER") or None
-    todo = by_expected_cost([c for c in cells if not is_complete(results, c.run_id, c)])
+    scheduler = scheduler or get_settings().dask_scheduler
+    todo = by_expected_cost([c for c in cells if not is_complete(c.run_dir(results), c)])
     done = {c.run_id: CellResult(run_id=c.run_id, status="skipped") for c in cells
             if c not in todo}
     bar = tqdm(total=len(cells), initial=len(done), desc="grid", unit="cell", disable=not progress)

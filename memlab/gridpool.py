@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from multiprocessing.connection import wait
 from typing import Any, TypeVar
 
+from memlab.config import get_settings
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -32,8 +34,9 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 def pool_map(task: Callable[[Item], Result], cells: list[Item], workers: int) -> Iterator[Result]:
     """``task(cell)`` for each cell on ``workers`` spawned processes, yielded as they finish."""
-    if workers > 1 and "MEMLAB_N_THREADS" not in os.environ:
-        # Share the cores: each worker's local model gets its slice (inherited by the kernels).
+    if workers > 1 and get_settings().n_threads is None:
+        # Share the cores: each worker's local model gets its slice (the kernels inherit the
+        # environment, and read it through Settings).
         os.environ["MEMLAB_N_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_init_worker, initargs=(os.getpid(),))

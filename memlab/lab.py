@@ -1,8 +1,151 @@
-"""The front door for running: build suite, LLM and agent; run; chat; views (being moved here)."""
+"""The front door: build a run's suite, models and agent; run it; talk to an agent by hand.
 
-from memlab.report.lab import *  # noqa: F401,F403
-from memlab.report.lab import (  # noqa: F401
-    build_suite, chat, check_parameters, consolidated_memories, costs, cycle_view, make_agent,
-    make_embedder, make_llm, recall_view, run_condition, run_summary, schemas_formed,
-    schemas_used, scores_by_type, sleep_stats, table2, transcripts,
+``memlab run``, the grid's notebooks, the server and JupyterLab users all come through here, so a
+run is described once (``RunSpec``) and built once. Read-only views of finished runs live in
+``memlab.report.views`` and are re-exported, so a notebook needs only ``from memlab import lab``.
+
+Example:
+    >>> from memlab import lab
+    >>> spec = lab.RunSpec(suite="persona", condition="rag", span=1000, llm="fake",
+    ...                    embedder="hashing")
+    >>> spec.run_id
+    'persona-rag-1000-s0'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memlab.bench.base import SUITES, Suite
+from memlab.bench.spec import RunSpec
+from memlab.config import get_settings
+from memlab.memory.base import MEMORIES, Scope
+from memlab.report.views import (  # noqa: F401 - re-exported for notebooks
+    consolidated_memories,
+    costs,
+    run_summary,
+    schemas_formed,
+    schemas_used,
+    scores_by_type,
+    sleep_stats,
+    table2,
+    transcripts,
 )
+
+LOCAL_TIERS = ("0.5b", "1.5b", "135m")
+
+
+def make_llm(llm: str | None = None, model: str | None = None, **kwargs: Any):
+    """The answering model: provider ``llm`` (default ``MEMLAB_LLM``), ``model`` within it.
+
+    Args:
+        model: for ``local`` a packaged tier (0.5b, 1.5b, 135m) or a GGUF path; for a remote
+            provider its model name; None: the configured default.
+        **kwargs: Settings fields (``n_ctx=8192``) or provider keywords (``memlab.llm.get_llm``).
+    """
+    from memlab.llm import get_llm
+
+    name = llm or get_settings().llm
+    if model is not None:
+        if name == "local":
+            kwargs["local_size" if model in LOCAL_TIERS else "local_model"] = model
+        else:
+            kwargs["llm_model"] = model
+    return get_llm(name, **kwargs)
+
+
+def make_embedder(embedder: str | None = None):
+    """The embedder by registry key (default ``MEMLAB_EMBEDDER``)."""
+    from memlab.embed.base import get_embedder
+
+    return get_embedder(embedder or get_settings().embedder)
+
+
+def build_suite(spec: RunSpec, llm: Any = None) -> Suite:
+    """The suite ``spec`` names at its span and seed, counting tokens with ``llm``."""
+    return SUITES.resolve(spec.suite).build(span=spec.span, seed=spec.seed, llm=llm,
+                                            options=spec.suite_options)
+
+
+def run(spec: RunSpec, results_dir: str | Path | None = None, *, llm: Any = None,
+        embedder: Any = None, progress: bool = True) -> Path:
+    """Run ``spec`` (resuming a killed run, skipping a complete one); its folder.
+
+    Args:
+        results_dir: parent of the run folder ``<results_dir>/<spec.run_id>/`` (default
+            ``MEMLAB_RESULTS_DIR`` or ``results``).
+        llm, embedder: already-built models to use instead of building the spec's.
+    """
+    from memlab.bench.runner import run as run_spec
+
+    llm = llm or make_llm(spec.llm, spec.llm_model)
+    embedder = embedder or make_embedder(spec.embedder)
+    return run_spec(spec, suite=build_suite(spec, llm), llm=llm, embedder=embedder,
+                    results_dir=results_dir, progress=progress)
+
+
+def run_condition(condition: str, suite: str, span: int, seed: int = 0, *,
+                  llm: str | None = None, llm_model: str | None = None,
+                  embedder: str | None = None, out_dir: str | Path = "results",
+                  suite_options: dict[str, Any] | None = None, probes_sleep: bool = False,
+                  option_scoring: str = "generate", progress: bool = True) -> Path:
+    """``run`` from a notebook's parameters (each checked, the wrong one named)."""
+    settings = get_settings()
+    spec = RunSpec.parse({
+        "condition": condition, "suite": suite, "span": span, "seed": seed,
+        "llm": llm or settings.llm, "llm_model": llm_model,
+        "embedder": embedder or settings.embedder, "suite_options": suite_options or {},
+        "probes_sleep": probes_sleep, "option_scoring": option_scoring}, "parameters")
+    return run(spec, out_dir, progress=progress)
+
+
+# ---------------------------------------------------------------- an agent by hand
+def make_agent(condition: str = "sleep", *, llm: Any, embedder: Any,
+               workdir: str | Path = "results/tour", user_id: str = "tour-user"):
+    """An Agent of ``condition`` for ``user_id``, with its stores in ``workdir``."""
+    from memlab.agent import Agent
+
+    MEMORIES.resolve(condition)  # UnknownBackendError (a ConfigError) lists the conditions
+    Path(workdir).mkdir(parents=True, exist_ok=True)
+    memory = MEMORIES.create(condition, scope=Scope(user_id=user_id, agent_id=condition),
+                             llm=llm, embedder=embedder, workdir=Path(workdir))
+    return Agent(memory, llm)
+
+
+def chat(agent: Any, messages: list[str]) -> pd.DataFrame:
+    """Send each message through ``agent.interact``; one row per turn with what it cost."""
+    rows = []
+    for text in messages:
+        trace = agent.interact(text)
+        rows.append({"user": text, "reply": trace.reply, "prompt tokens": trace.prompt_tokens,
+                     "memory tokens": trace.prompt_tokens_memory,
+                     "memories used": ", ".join(trace.memory_kinds) or "(none)",
+                     "llm s": round(trace.llm_latency_s, 3),
+                     "memory s": round(trace.memory_latency_s, 4)})
+    return pd.DataFrame(rows)
+
+
+def recall_view(agent: Any, query: str) -> pd.DataFrame:
+    """What the agent's memory would put into the prompt for ``query`` (kind, id, text)."""
+    context = agent.memory.recall(query)
+    rows = [{"kind": item.kind, "id": item.id, "score": item.score, "text": item.text}
+            for item in context.items]
+    rows += [{"kind": "history turn", "id": f"turn:{ex.turn_number}", "score": None,
+              "text": ex.render()} for ex in context.history]
+    return pd.DataFrame(rows, columns=["kind", "id", "score", "text"])
+
+
+def cycle_view(stats: Any) -> pd.Series:
+    """A CycleStats (or None: this condition has no sleep cycle) as a readable series."""
+    if stats is None:
+        return pd.Series({"sleep": "this condition has no sleep cycle"})
+    return pd.Series(stats.model_dump(mode="json"), dtype=object)
+
+
+__all__ = ["RunSpec", "build_suite", "chat", "consolidated_memories", "costs", "cycle_view",
+           "make_agent", "make_embedder", "make_llm", "recall_view", "run", "run_condition",
+           "run_summary", "schemas_formed", "schemas_used", "scores_by_type", "sleep_stats",
+           "table2", "transcripts"]

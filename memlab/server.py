@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from memlab.errors import fields_message
 from memlab.models.turns import BenchmarkTurnPayload
 
 MAX_BODY = 10 * 1024 * 1024
@@ -27,11 +28,7 @@ MAX_BODY = 10 * 1024 * 1024
 
 def validation_message(exc: ValidationError) -> str:
     """One line per error: ``field 'message': Field required``."""
-    parts = []
-    for error in exc.errors():
-        field = ".".join(str(p) for p in error["loc"]) or "body"
-        parts.append(f"field {field!r}: {error['msg']}")
-    return "; ".join(parts)
+    return fields_message(exc.errors(), whole="body")
 
 
 class AgentHandler(BaseHTTPRequestHandler):

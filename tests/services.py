@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from memlab.config import get_settings
+
 
 def require_or_skip(reason: str) -> None:
     """Skip the test with ``reason``, or fail it when ``MEMLAB_REQUIRE_SERVICES=1``."""
-    if os.environ.get("MEMLAB_REQUIRE_SERVICES") == "1":
+    if get_settings().require_services:
         pytest.fail(f"MEMLAB_REQUIRE_SERVICES=1 but: {reason}")
     pytest.skip(reason)
 

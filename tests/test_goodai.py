@@ -1,7 +1,6 @@
 """GoodAI formats: loader, malformed definitions, scorer conformance, re-score report, writer."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,13 @@ from memlab.bench.goodai import (
     load_definitions,
     load_result,
 )
-from memlab.bench.scoring import parse_json_lenient
+from memlab.bench.scoring import parse_json_as_goodai
+from memlab.config import get_settings
 from memlab.errors import ConfigError
 from memlab.llm.options import parse_final_answer
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "goodai-ltm-v3-1k"
-needs_data = pytest.mark.skipif(not DATA.is_dir() and os.environ.get("MEMLAB_REQUIRE_SERVICES") != "1", reason=f"published GoodAI run not at {DATA}")
+needs_data = pytest.mark.skipif(not DATA.is_dir() and not get_settings().require_services, reason=f"published GoodAI run not at {DATA}")
 
 
 @needs_data
@@ -101,11 +101,11 @@ def test_rescore_any_folder_layout(tmp_path):
 
 
 def test_lenient_json_repairs_model_output():
-    assert parse_json_lenient('Sure:\n```json\n["a", "b",]\n```') == ["a", "b"]
-    assert parse_json_lenient('Here: {"answer": "box"} hope it helps') == {"answer": "box"}
-    assert parse_json_lenient('[1, 2 3]') == [1, 2, 3]
+    assert parse_json_as_goodai('Sure:\n```json\n["a", "b",]\n```') == ["a", "b"]
+    assert parse_json_as_goodai('Here: {"answer": "box"} hope it helps') == {"answer": "box"}
+    assert parse_json_as_goodai('[1, 2 3]') == [1, 2, 3]
     with pytest.raises(ValueError):
-        parse_json_lenient("no json here")
+        parse_json_as_goodai("no json here")
 
 
 def test_parse_final_answer():

@@ -22,15 +22,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memlab.agent import Agent  # noqa: E402
-from memlab.bench.base import Response, Suite, SuiteEvent, TestScore  # noqa: E402
+from memlab.bench.base import SUITES, Response, Suite, SuiteEvent, TestScore  # noqa: E402
 from memlab.bench.runlog import read_jsonl  # noqa: E402
 from memlab.bench.runner import (  # noqa: E402
     default_agent_factory,
     is_complete,
-    make_run_id,
-    run,
     strip_timing,
 )
+from memlab.bench.runner import run as run_spec  # noqa: E402
+from memlab.bench.spec import RunSpec  # noqa: E402
 from memlab.embed.hashing import HashingEmbedder  # noqa: E402
 from memlab.errors import ConfigError  # noqa: E402
 from memlab.llm.fake import FakeLLM  # noqa: E402
@@ -80,6 +80,27 @@ class TinySuite(Suite):
 
     def describe(self):
         return {"name": self.name, "size": self.sessions, "filler": self.filler}
+
+
+SUITES.register("tiny", TinySuite, "the runner tests' suite")
+
+
+def tiny_spec(suite: TinySuite, condition: str, **fields) -> RunSpec:
+    """The RunSpec of ``suite`` (its span: the number of sessions)."""
+    return RunSpec.parse({"suite": "tiny", "condition": condition, "span": suite.sessions,
+                          "llm": "fake", "embedder": "hashing", **fields})
+
+
+def run(suite: TinySuite, condition: str, *, llm, results_dir=None, agent_factory=None,
+        progress=True, **fields) -> Path:
+    """``runner.run`` of ``suite`` under ``condition``: an embedder object goes to the run,
+    anything else (spec fields, an embedder name) into its RunSpec."""
+    embedder = fields.pop("embedder", None)
+    if isinstance(embedder, str):
+        fields["embedder"], embedder = embedder, None
+    return run_spec(tiny_spec(suite, condition, **fields), suite=suite, llm=llm,
+                    embedder=embedder, results_dir=results_dir, agent_factory=agent_factory,
+                    progress=progress)
 
 
 def fake_reply(messages) -> str:
@@ -156,29 +177,34 @@ def test_complete_run_is_skipped_and_id_depends_on_parameters(tmp_path):
     again = FakeLLM([fake_reply])
     assert run(suite, "vanilla", llm=again, results_dir=tmp_path, progress=False) == run_dir
     assert again.calls == 0
-    ids = {make_run_id(TinySuite(s), c, seed=seed, llm=again)
+    assert not is_complete(run_dir, tiny_spec(suite, "vanilla", seed=1))  # another spec
+    ids = {tiny_spec(TinySuite(s), c, seed=seed).run_id
            for s in (2, 3) for c in ("vanilla", "rag") for seed in (0, 1)}
     assert len(ids) == 8
 
 
 def test_a_folder_holding_another_run_is_refused_not_reused(tmp_path):
     first = run(TinySuite(3), "vanilla", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
-                run_id="fixed", progress=False)
+                progress=False)
     before = {f.name: f.read_bytes() for f in first.iterdir() if f.is_file()}
-    with pytest.raises(ConfigError, match="suite_params.*use another results folder"):
-        run(TinySuite(2), "vanilla", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
-            run_id="fixed", progress=False)
-    with pytest.raises(ConfigError, match="condition: recorded 'vanilla', now 'rag'"):
-        run(TinySuite(3), "rag", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
-            run_id="fixed", progress=False)
+    with pytest.raises(ConfigError, match=r"suite_params\.filler: recorded 4, now 2.*use another"):
+        run(TinySuite(3, filler=2), "vanilla", llm=FakeLLM([fake_reply]),
+            results_dir=tmp_path, progress=False)
+    with pytest.raises(ConfigError, match="spec.embedder: recorded 'hashing', now 'minilm'"):
+        run(TinySuite(3), "vanilla", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+            embedder="minilm", progress=False)
     assert {f.name: f.read_bytes() for f in first.iterdir() if f.is_file()} == before
 
 
 def test_bad_parameters_name_the_field(tmp_path):
     with pytest.raises(ConfigError, match="option_scoring"):
         run(TinySuite(), "vanilla", llm=FakeLLM(), results_dir=tmp_path, option_scoring="vote")
-    with pytest.raises(ConfigError, match="condition"):
+    with pytest.raises(ConfigError, match="field 'condition'.*telepathy.*known: vanilla"):
         run(TinySuite(), "telepathy", llm=FakeLLM(), results_dir=tmp_path)
+    with pytest.raises(ConfigError, match="field 'span'"):
+        run(TinySuite(), "vanilla", llm=FakeLLM(), results_dir=tmp_path, span=10**9)
+    with pytest.raises(ConfigError, match="field 'colour'.*Extra inputs"):
+        run(TinySuite(), "vanilla", llm=FakeLLM(), results_dir=tmp_path, colour="red")
 
 
 def test_probes_sleep_protocol_and_memory_events(tmp_path):
@@ -294,8 +320,8 @@ def salted_factory(condition, *, llm, embedder, workdir, scope):
 def test_replay_with_a_different_prompt_gets_the_recorded_answer(tmp_path, monkeypatch):
     suite = TinySuite()
     full = run(suite, "sleep", llm=FakeLLM([fake_reply]), results_dir=tmp_path / "a",
-               progress=False, agent_factory=salted_factory, run_id="r")
-    part = tmp_path / "b" / "r"
+               progress=False, agent_factory=salted_factory)
+    part = tmp_path / "b" / full.name
     part.mkdir(parents=True)
     lines = (full / "turns.jsonl").read_text().splitlines(keepends=True)
     (part / "turns.jsonl").write_text("".join(lines[:8]))
@@ -304,7 +330,7 @@ def test_replay_with_a_different_prompt_gets_the_recorded_answer(tmp_path, monke
     monkeypatch.setattr(SaltedMemory, "salt", "second")  # every prompt differs now
     llm = FakeLLM([fake_reply])
     run(suite, "sleep", llm=llm, results_dir=tmp_path / "b", progress=False,
-        agent_factory=salted_factory, run_id="r")
+        agent_factory=salted_factory)
     turns = read_jsonl(part / "turns.jsonl")
     assert [t["reply"] for t in turns[:8]] == [json.loads(x)["reply"] for x in lines[:8]]
     manifest = json.loads((part / "manifest.json").read_text())["counts"]
@@ -339,8 +365,12 @@ def _child(results_dir: str, hang_at_call: int, hang_in: str, condition: str = "
         return agent
 
     run(TinySuite(sessions=4), condition, llm=FakeLLM([reply]), embedder=HashingEmbedder(),
-        results_dir=results_dir, run_id="killme", agent_factory=factory, probes_sleep=True,
-        progress=False)
+        results_dir=results_dir, agent_factory=factory, probes_sleep=True, progress=False)
+
+
+def killme(root: Path, condition: str = "episodic") -> Path:
+    """The run folder ``_child`` writes under ``root``."""
+    return tiny_spec(TinySuite(sessions=4), condition, probes_sleep=True).run_dir(root)
 
 
 def _kill_midway(results_dir: Path, hang_at_call: int, hang_in: str,
@@ -360,9 +390,9 @@ def _kill_midway(results_dir: Path, hang_at_call: int, hang_in: str,
 @pytest.mark.parametrize("hang_in", ["llm", "store"])
 def test_kill9_then_resume_equals_uninterrupted_run(tmp_path, hang_in):
     _child(str(tmp_path / "clean"), hang_at_call=-1, hang_in="none")  # in-process
-    clean = tmp_path / "clean" / "killme"
+    clean = killme(tmp_path / "clean")
     _kill_midway(tmp_path / "killed", hang_at_call=5, hang_in=hang_in)
-    killed = tmp_path / "killed" / "killme"
+    killed = killme(tmp_path / "killed")
     recorded = read_jsonl(killed / "turns.jsonl")
     assert 0 < len(recorded) < len(read_jsonl(clean / "turns.jsonl"))
     assert json.loads((killed / "manifest.json").read_text())["status"] == "running"
@@ -387,7 +417,7 @@ def test_kill9_resume_with_real_rag_memory(tmp_path):
         if folder == "killed":
             _kill_midway(tmp_path / folder, hang_at_call=6, hang_in="llm", condition="rag")
         _run_child(tmp_path / folder, "rag")
-    clean, killed = tmp_path / "clean" / "killme", tmp_path / "killed" / "killme"
+    clean, killed = killme(tmp_path / "clean", "rag"), killme(tmp_path / "killed", "rag")
     turns = comparable(killed / "turns.jsonl")
     assert turns == comparable(clean / "turns.jsonl")
     assert any(t["memory_ids"] for t in turns) and any(t["memory_events"] for t in turns)
@@ -429,7 +459,7 @@ class UuidDrawingLLM(FakeLLM):
 
 
 def test_memory_ids_do_not_depend_on_uuid4_drawn_by_libraries(tmp_path):
-    runs = [run(TinySuite(), "episodic", llm=llm, embedder=HashingEmbedder(), run_id="same",
+    runs = [run(TinySuite(), "episodic", llm=llm, embedder=HashingEmbedder(),
                 results_dir=tmp_path / name, progress=False)
             for name, llm in (("paid", UuidDrawingLLM([fake_reply])), ("cached", FakeLLM([fake_reply])))]
     ids = [[t["memory_ids"] for t in read_jsonl(r / "turns.jsonl")] for r in runs]

@@ -18,7 +18,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "goodai-ltm-v3-
 
 @pytest.mark.parametrize("span", [1000, 8000, 32000])
 def test_first_needle_to_question_is_ninety_percent_of_span(span):
-    suite = LTMSuite(memory_span=span, seed=3)
+    suite = LTMSuite(span=span, seed=3)
     spans = suite.spans()
     assert len(spans) == 27  # 9 generated types x 3 examples
     for test_id, s in spans.items():
@@ -28,7 +28,7 @@ def test_first_needle_to_question_is_ninety_percent_of_span(span):
 
 
 def test_span_is_measured_with_the_given_token_counter():
-    suite = LTMSuite(memory_span=2000, seed=1, count_tokens=lambda t: len(t))  # 1 token/char
+    suite = LTMSuite(span=2000, seed=1, count_tokens=lambda t: len(t))  # 1 token/char
     events = suite.events()
     for a, b in zip(events, events[1:], strict=False):
         assert b.metadata["tokens"] > a.metadata["tokens"] >= 0
@@ -36,9 +36,9 @@ def test_span_is_measured_with_the_given_token_counter():
 
 
 def test_interleaving_rules_and_determinism():
-    suite = LTMSuite(memory_span=1000, seed=5)
+    suite = LTMSuite(span=1000, seed=5)
     events = suite.events()
-    assert [e.text for e in events] == [e.text for e in LTMSuite(memory_span=1000, seed=5).events()]
+    assert [e.text for e in events] == [e.text for e in LTMSuite(span=1000, seed=5).events()]
     assert [e.index for e in events] == list(range(len(events)))
     running: dict[str, str] = {}
     for e in events:  # never two tests of one type at once
@@ -55,7 +55,7 @@ def test_interleaving_rules_and_determinism():
 
 
 def test_jokes_question_uses_the_simulated_clock():
-    suite = LTMSuite(memory_span=1000, seed=2, types=["jokes"], examples=1)
+    suite = LTMSuite(span=1000, seed=2, types=["jokes"], examples=1)
     events = suite.events()
     question = next(e for e in events if e.kind == "question")
     joke = suite.tests[0].definition.expected_responses[0]
@@ -65,7 +65,7 @@ def test_jokes_question_uses_the_simulated_clock():
 
 
 def test_perfect_agent_scores_full_marks_and_blank_agent_zero():
-    suite = LTMSuite(memory_span=1000, seed=4)
+    suite = LTMSuite(span=1000, seed=4)
     events = suite.events()
     replies = {}
     for test in suite.tests:
@@ -100,7 +100,7 @@ def _perfect(test_type, expected, n):
 
 
 def test_writer_emits_goodai_results_that_rescore(tmp_path):
-    suite = LTMSuite(memory_span=1000, seed=1, types=["colours", "name_list"], examples=2)
+    suite = LTMSuite(span=1000, seed=1, types=["colours", "name_list"], examples=2)
     q = [e for e in suite.events() if e.kind == "question"]
     responses = {e.index: Response(index=e.index, reply="Crimson, Teal") for e in q}
     scores = suite.score(responses)
@@ -117,7 +117,7 @@ def test_writer_emits_goodai_results_that_rescore(tmp_path):
 @pytest.mark.skipif(not DATA.is_dir() and os.environ.get("MEMLAB_REQUIRE_SERVICES") != "1", reason=f"published definitions not at {DATA}")
 def test_loaded_definitions_schedule_and_skip_dynamic_restaurant():
     suite = LTMSuite.from_definitions(DATA)
-    assert suite.memory_span == 1000
+    assert suite.span == 1000
     assert set(suite.describe()["skipped"]) == {"restaurant/0", "restaurant/1", "restaurant/2"}
     assert all(abs(s["distance"] - 900) <= 90 for s in suite.spans().values())
     texts = {e.text for e in suite.events()}

@@ -15,7 +15,7 @@ KINDS = {"outdated", "never_stated", "contradicting"}
 
 @pytest.fixture(scope="module")
 def suite32k():
-    return PersonaSuite(target_tokens=32000, seed=7)
+    return PersonaSuite(span=32000, seed=7)
 
 
 def test_32k_history_with_all_seven_question_types(suite32k):
@@ -65,7 +65,7 @@ def test_preferences_change_with_dated_reasons(suite32k):
 
 
 def test_scoring_by_final_answer_and_by_logprob_choice():
-    suite = PersonaSuite(target_tokens=3000, seed=1)
+    suite = PersonaSuite(span=3000, seed=1)
     qs = [e for e in suite.events() if e.kind == "question"]
     letters = "abcd"
     right = {q.index: Response(index=q.index, reply=f"<final_answer>({letters[q.answer_index]})</final_answer>")
@@ -79,14 +79,14 @@ def test_scoring_by_final_answer_and_by_logprob_choice():
 
 
 def test_generation_is_deterministic_and_sized():
-    a = PersonaSuite(target_tokens=8000, seed=3).events()
-    b = PersonaSuite(target_tokens=8000, seed=3).events()
+    a = PersonaSuite(span=8000, seed=3).events()
+    b = PersonaSuite(span=8000, seed=3).events()
     assert [e.model_dump() for e in a] == [e.model_dump() for e in b]
-    assert len(PersonaSuite(target_tokens=16000, seed=3).events()) > len(a)
+    assert len(PersonaSuite(span=16000, seed=3).events()) > len(a)
 
 
 def test_memlab_written_sample_loads_back_identically(tmp_path):
-    suite = PersonaSuite(target_tokens=5000, seed=11)
+    suite = PersonaSuite(span=5000, seed=11)
     questions, contexts = write_personamem(suite, tmp_path, size="5k")
     assert questions.name == "questions_5k.csv" and contexts.name == "shared_contexts_5k.jsonl"
     loaded = PersonaMemSuite(questions, contexts)

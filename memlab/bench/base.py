@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
+
+from memlab.errors import ConfigError
+from memlab.registry import Registry
 
 EventKind = Literal["filler", "needle", "question"]
 
@@ -72,9 +75,35 @@ class TestScore(BaseModel):
 
 
 class Suite(ABC):
-    """A benchmark suite (LTM or Persona), generated or loaded."""
+    """A benchmark suite (LTM or Persona), generated or loaded.
+
+    Attributes:
+        name: the suite's key in ``SUITES``.
+        options: the keyword arguments a RunSpec's ``suite_options`` may set.
+    """
 
     name: str = "suite"
+    options: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def build(cls, *, span: int, seed: int = 0, llm: Any = None,
+              options: dict[str, Any] | None = None) -> Suite:
+        """The suite a RunSpec names: ``span`` tokens in ``llm``'s tokenizer, seeded.
+
+        Raises:
+            ConfigError: an option this suite does not accept (the message lists those it does).
+        """
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(cls.options))
+        if unknown:
+            raise ConfigError(f"field 'suite_options': suite {cls.name!r} does not accept "
+                              f"{unknown}; it accepts: {', '.join(cls.options) or 'none'}")
+        return cls._build(span=span, seed=seed, llm=llm, **options)
+
+    @classmethod
+    def _build(cls, *, span: int, seed: int, llm: Any, **options: Any) -> Suite:
+        return cls(span=span, seed=seed, count_tokens=getattr(llm, "count_tokens", None),
+                   **options)
 
     @abstractmethod
     def events(self) -> list[SuiteEvent]:
@@ -87,3 +116,12 @@ class Suite(ABC):
     def describe(self) -> dict[str, Any]:
         """Parameters that identify this suite instance (written to the run manifest)."""
         return {"name": self.name}
+
+
+SUITES: Registry[Suite] = Registry("suite")
+SUITES.register("ltm", "memlab.bench.suites.ltm:LTMSuite",
+                "GoodAI LTM Benchmark v3 style: tests interleaved in one conversation, "
+                "generated (9 types) or loaded from GoodAI definitions")
+SUITES.register("persona", "memlab.bench.suites.persona:PersonaSuite",
+                "PersonaMem style: a persona's changing preferences over sessions, "
+                "4-option questions of the 7 PersonaMem types")

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import shutil
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,18 +40,17 @@ from memlab.bench.base import Response, Suite, SuiteEvent
 from memlab.bench.runlog import (
     CallJournal,
     JsonlWriter,
-    call_key,
     environment_info,
     read_jsonl,
     write_json_atomic,
 )
+from memlab.bench.spec import RunSpec
 from memlab.config import get_settings
 from memlab.errors import ConfigError, MemlabError
 from memlab.memory.base import MEMORIES, MemoryContext, Scope
 from memlab.models import seed_ids
 
 Phase = Literal["main", "pre_sleep", "post_sleep"]
-OptionScoring = Literal["generate", "logprob"]
 AgentFactory = Callable[..., Agent]
 TIMING_FIELDS = ("llm_latency_s", "memory_latency_s")  # the only fields a replay may change
 CYCLE_TIMING_FIELDS = ("started_at", "finished_at", "phase_durations_s")
@@ -73,19 +72,6 @@ def default_agent_factory(condition: str, *, llm: Any, embedder: Any, workdir: P
     return Agent(memory, llm)
 
 
-def make_run_id(suite: Suite, condition: str, *, seed: int, llm: Any,
-                probes_sleep: bool = False, option_scoring: str = "generate") -> str:
-    """``<suite>-<size>-<condition>-s<seed>-<provider>-<model>-<hash of all parameters>``."""
-    params = suite.describe()
-    size = next((params[k] for k in ("size", "span", "memory_span", "target_tokens",
-                                     "context_tokens", "tokens")
-                 if params.get(k) is not None), "na")
-    digest = call_key(params, condition, seed, llm.provider, llm.model, probes_sleep,
-                      option_scoring)[:8]
-    raw = f"{suite.name}-{size}-{condition}-s{seed}-{llm.provider}-{llm.model}-{digest}"
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", raw)
-
-
 def plan_steps(events: list[SuiteEvent], *, probes_sleep: bool) -> list[Step]:
     """The main conversation, then (Table 2) the probes pre sleep, the sleep, the probes post."""
     steps = [Step("main", event) for event in events]
@@ -96,10 +82,19 @@ def plan_steps(events: list[SuiteEvent], *, probes_sleep: bool) -> list[Step]:
     return steps
 
 
-def is_complete(run_dir: Path) -> bool:
-    """Whether ``run_dir`` holds a finished, scored run (a grid skips it)."""
-    manifest = read_manifest(run_dir)
-    return manifest.get("status") == "complete" and (Path(run_dir) / "scores.jsonl").exists()
+def is_complete(run_dir: Path, spec: RunSpec | None = None) -> bool:
+    """Whether ``run_dir`` holds a finished, scored run (of ``spec``, when given).
+
+    A grid skips a complete run of its cell's spec; a complete run of another spec is not
+    "complete" for it (the runner then refuses the folder, naming what differs).
+    """
+    try:
+        manifest = read_manifest(run_dir)
+    except (OSError, ValueError):
+        return False
+    if manifest.get("status") != "complete" or not (Path(run_dir) / "scores.jsonl").exists():
+        return False
+    return spec is None or manifest.get("spec") == spec.identity()
 
 
 def check_same_run(run_dir: Path, expected: dict[str, Any]) -> None:
@@ -111,11 +106,21 @@ def check_same_run(run_dir: Path, expected: dict[str, Any]) -> None:
     manifest = read_manifest(run_dir)
     if not manifest:
         return
-    differs = [f"{key}: recorded {manifest.get(key)!r}, now {value!r}"
-               for key, value in expected.items() if not _matches(manifest.get(key), value)]
+    differs = [f"{key}: recorded {recorded!r}, now {value!r}"
+               for key, recorded, value in _differences(manifest, expected)]
     if differs:
         raise ConfigError(f"run folder {str(run_dir)!r} holds a run with other parameters ("
                           + "; ".join(differs) + "): use another results folder or delete it")
+
+
+def _differences(recorded: Any, expected: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted key, recorded, expected)`` for every key of ``expected`` that differs."""
+    if isinstance(expected, dict) and isinstance(recorded, dict):
+        return [d for k, v in expected.items()
+                for d in _differences(recorded.get(k), v, f"{prefix}{k}.")]
+    if _matches(recorded, expected):
+        return []
+    return [(prefix.rstrip("."), recorded, expected)]
 
 
 def _matches(recorded: Any, expected: Any) -> bool:
@@ -132,50 +137,35 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def run(suite: Suite, condition: str, *, llm: Any, embedder: Any = None,
-        results_dir: Path | str | None = None, out_dir: Path | str | None = None,
-        run_id: str | None = None, seed: int = 0,
-        agent_factory: AgentFactory | None = None, probes_sleep: bool = False,
-        option_scoring: OptionScoring = "generate", progress: bool = True,
-        fsync: bool = True) -> Path:
-    """Run (or resume, or skip when complete) ``suite`` under ``condition``.
+def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
+        results_dir: Path | str | None = None, agent_factory: AgentFactory | None = None,
+        progress: bool = True, fsync: bool = True) -> Path:
+    """Run (or resume, or skip when complete) ``spec`` into ``<results_dir>/<spec.run_id>/``.
 
     Args:
+        spec: the run (condition, seed, protocol; its suite fields describe ``suite``).
+        suite: the suite ``spec`` names, built (``Suite.build`` / ``memlab.lab.build_suite``).
         llm: the answering model (also handed to the memory for its own calls).
-        results_dir: parent folder of run folders (default ``Settings.results_dir``);
-            ``out_dir`` is an alias (the grid's notebook parameter).
-        run_id: folder name (default ``make_run_id``: derived from every parameter).
-        seed: seeds python's and numpy's random generators before the first step.
+        embedder: the embedder ``spec.embedder`` names.
+        results_dir: parent folder of run folders (default ``Settings.results_dir``).
         agent_factory: ``(condition, *, llm, embedder, workdir, scope) -> Agent``.
-        probes_sleep: run the Table 2 protocol after the conversation.
-        option_scoring: "logprob" also records each multiple-choice answer's option picked by
-            ``llm.score_options`` (when ``llm.supports_logprobs``) as ``choice``.
 
     Returns:
         The run folder (``manifest.json``, ``turns.jsonl``, ``calls.jsonl``, ``scores.jsonl``).
+
+    Raises:
+        ConfigError: the folder holds a run of another spec, model or embedder.
     """
-    if option_scoring not in ("generate", "logprob"):
-        raise ConfigError(f"option_scoring must be 'generate' or 'logprob', got {option_scoring!r}")
-    if condition not in MEMORIES.names() and agent_factory is None:
-        raise ConfigError(f"condition must be one of {MEMORIES.names()}, got {condition!r}")
-    run_id = run_id or make_run_id(suite, condition, seed=seed, llm=llm,
-                                   probes_sleep=probes_sleep, option_scoring=option_scoring)
-    run_dir = Path(results_dir or out_dir or get_settings().results_dir) / run_id
-    check_same_run(run_dir, {"condition": condition, "suite": suite.name,
-                             "suite_params": suite.describe(), "seed": seed,
-                             "llm": {"provider": llm.provider, "model": llm.model},
-                             "options": {"probes_sleep": probes_sleep,
-                                         "option_scoring": option_scoring}})
+    run_dir = spec.run_dir(results_dir or get_settings().results_dir)
+    check_same_run(run_dir, run_identity(spec, suite, llm, embedder))
     if is_complete(run_dir):
         return run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    session = _RunSession(suite, condition, run_dir, llm=llm, embedder=embedder, seed=seed,
-                          factory=agent_factory or default_agent_factory, fsync=fsync,
-                          logprob=option_scoring == "logprob" and llm.supports_logprobs)
-    manifest = session.start_manifest(run_id, probes_sleep=probes_sleep,
-                                      option_scoring=option_scoring)
+    session = _RunSession(spec, suite, run_dir, llm=llm, embedder=embedder,
+                          factory=agent_factory or default_agent_factory, fsync=fsync)
+    manifest = session.start_manifest()
     try:
-        session.execute(plan_steps(suite.events(), probes_sleep=probes_sleep), progress)
+        session.execute(plan_steps(suite.events(), probes_sleep=spec.probes_sleep), progress)
         scores = session.score()
     except BaseException as exc:
         session.finish(manifest, status="failed", error=f"{type(exc).__name__}: {exc}")
@@ -184,57 +174,54 @@ def run(suite: Suite, condition: str, *, llm: Any, embedder: Any = None,
     return run_dir
 
 
+def run_identity(spec: RunSpec, suite: Suite, llm: Any, embedder: Any) -> dict[str, Any]:
+    """Everything that can change a run's results, as its manifest records it."""
+    return {"spec": spec.identity(), "suite_params": suite.describe(),
+            "llm": {"provider": llm.provider, "model": llm.model},
+            "embedder": getattr(embedder, "name", None)}
+
+
 class _RunSession:
     """The mutable state of one run process (agent, journals, counters)."""
 
-    def __init__(self, suite: Suite, condition: str, run_dir: Path, *, llm: Any, embedder: Any,
-                 seed: int, factory: AgentFactory, fsync: bool, logprob: bool):
-        self.suite, self.condition, self.run_dir = suite, condition, run_dir
-        self.llm, self.embedder, self.seed, self.logprob = llm, embedder, seed, logprob
+    def __init__(self, spec: RunSpec, suite: Suite, run_dir: Path, *, llm: Any, embedder: Any,
+                 factory: AgentFactory, fsync: bool):
+        self.spec, self.suite, self.condition, self.run_dir = spec, suite, spec.condition, run_dir
+        self.llm, self.embedder, self.seed = llm, embedder, spec.seed
+        self.logprob = spec.option_scoring == "logprob" and llm.supports_logprobs
         self.recorded = read_jsonl(run_dir / "turns.jsonl", repair=True)
         store = _fresh_store(run_dir / "store")
-        random.seed(seed)
-        np.random.seed(seed % 2**32)
+        random.seed(spec.seed)
+        np.random.seed(spec.seed % 2**32)
+        self._stack = ExitStack()
         # process-wide for the run's duration (one run per process at a time)
-        seed_ids(f"{run_dir.name}:{seed}")
+        seed_ids(f"{run_dir.name}:{spec.seed}")
+        self._stack.callback(seed_ids, None)
         self.journal = CallJournal(run_dir / "calls.jsonl", inner=llm.cache, fsync=fsync)
-        self._saved_cache, llm.cache = llm.cache, self.journal
+        self._stack.callback(self.journal.close)
+        self._stack.enter_context(llm.using_cache(self.journal))
         params = suite.describe()
         user = str(params.get("user_id") or params.get("persona_id") or suite.name)
         try:
-            self.agent = factory(condition, llm=llm, embedder=embedder, workdir=store,
-                                 scope=Scope(user_id=user, agent_id=condition))
+            self.agent = factory(spec.condition, llm=llm, embedder=embedder, workdir=store,
+                                 scope=Scope(user_id=user, agent_id=spec.condition))
         except BaseException:
-            self._restore()
+            self._stack.close()
             raise
-        self._context: MemoryContext | None = None
-        self._capture_recall()
         self.turn_events: dict[int, int] = {}  # agent turn_number -> event index
         self.writer = JsonlWriter(run_dir / "turns.jsonl", fsync=fsync)
         self.diverged: list[int] = []
         self.sleep_stats: dict[str, Any] | None = None
 
-    def _capture_recall(self) -> None:
-        memory = self.agent.memory
-        recall = memory.recall
-
-        def traced(query: str) -> MemoryContext:
-            self._context = recall(query)
-            return self._context
-
-        memory.recall = traced  # instance attribute: the agent's calls go through it
-
     # ------------------------------------------------------------------ manifest
-    def start_manifest(self, run_id: str, **options: Any) -> dict[str, Any]:
+    def start_manifest(self) -> dict[str, Any]:
         old = read_manifest(self.run_dir)
+        identity = run_identity(self.spec, self.suite, self.llm, self.embedder)
+        identity["llm"]["context_window"] = self.llm.context_window
         manifest = {
-            "run_id": run_id, "condition": self.condition, "suite": self.suite.name,
-            "suite_params": self.suite.describe(), "seed": self.seed,
-            "llm": {"provider": self.llm.provider, "model": self.llm.model,
-                    "context_window": self.llm.context_window},
-            "embedder": getattr(self.embedder, "name", None),
-            **environment_info(),
-            "options": options,
+            "run_id": self.spec.run_id, "condition": self.spec.condition,
+            "suite": self.spec.suite, "span": self.spec.span, "seed": self.spec.seed,
+            **identity, **environment_info(),
             "started_at": old.get("started_at") or _now(), "finished_at": None,
             "status": "running", "resumes": old.get("resumes", -1) + 1,
             "counts": {"resumed_from_turn": len(self.recorded)},
@@ -242,13 +229,8 @@ class _RunSession:
         write_json_atomic(self.run_dir / "manifest.json", manifest)
         return manifest
 
-    def _restore(self) -> None:
-        self.llm.cache = self._saved_cache
-        seed_ids(None)
-        self.journal.close()
-
     def finish(self, manifest: dict[str, Any], *, status: str, **extra: Any) -> None:
-        self._restore()
+        self._stack.close()
         self.writer.close()
         self.agent.memory.close()
         manifest.update(status=status, finished_at=_now(), sleep_stats=self.sleep_stats)
@@ -314,7 +296,6 @@ class _RunSession:
         return json.loads(_dumps(record))  # exactly what turns.jsonl holds
 
     def _interact(self, event: SuiteEvent, *, store: bool) -> dict[str, Any]:
-        self._context = None
         trace = self.agent.interact(event.text, store=store, timestamp=event.timestamp,
                                     session_id=event.session_id, options=event.options)
         choice = None
@@ -324,7 +305,7 @@ class _RunSession:
         turn_number = self.agent.turn_number if store else None
         if store:
             self.turn_events[self.agent.turn_number] = event.index
-        context = self._context or MemoryContext()
+        context = trace.context or MemoryContext()
         return {"reply": trace.reply, "store": store, "choice": choice, **_trace_fields(trace),
                 "turn_number": turn_number,
                 "memory_events": sorted({self.turn_events[t] for t in context_turns(context)
@@ -416,4 +397,4 @@ def _now() -> str:
 
 
 __all__ = ["Step", "TIMING_FIELDS", "context_turns", "default_agent_factory", "is_complete",
-           "make_run_id", "plan_steps", "read_manifest", "run", "strip_timing"]
+           "plan_steps", "read_manifest", "run", "run_identity", "strip_timing"]

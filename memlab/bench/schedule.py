@@ -78,16 +78,16 @@ class Scheduler:
     """Builds one conversation from many tests.
 
     Args:
-        memory_span: the span in the model's tokens that waits are a share of.
+        span: the memory span in the model's tokens that waits are a share of.
         count_tokens: the model's token counter (default: ``estimate_tokens``).
         reply_tokens: tokens allowed for each answered turn's (unknown) reply.
         load: share of the span the running tests' remaining lines may occupy.
     """
 
-    def __init__(self, memory_span: int, *, count_tokens: TokenCounter | None = None,
+    def __init__(self, span: int, *, count_tokens: TokenCounter | None = None,
                  seed: int = 0, start: datetime | None = None, reply_tokens: int = 16,
                  turn_seconds: int = 30, load: float = 0.5):
-        self.span = memory_span
+        self.span = span
         self.count = count_tokens or estimate_tokens
         self.rng = random.Random(seed)
         self.clock = start or datetime(2024, 1, 1, 9, 0, 0)

@@ -1,6 +1,6 @@
 """Scoring primitives shared by the suites: lenient JSON, option parsing and the LLM judge.
 
-``parse_json_lenient`` repairs the JSON a chat model writes the way the GoodAI LTM benchmark
+``parse_json_as_goodai`` repairs the JSON a chat model writes the way the GoodAI LTM benchmark
 does (code fences, leading prose, trailing text, comments, ellipses, missing commas), so memlab's
 rule scorers read a published answer exactly as GoodAI's did.
 """
@@ -38,8 +38,12 @@ def cites(expected: str, message: str) -> bool:
 
 # ---------------------------------------------------------------- lenient JSON
 
-def parse_json_lenient(text: str) -> Any:
-    """Parse the JSON in a model's answer, repairing the usual defects.
+def parse_json_as_goodai(text: str) -> Any:
+    """Parse the JSON in a model's answer the way GoodAI's scorers do (their repair loop).
+
+    Deliberately not ``memlab.llm.repair.parse_json_lenient``: which answers a GoodAI scorer
+    can read decides its score, so conformance with published results needs GoodAI's own
+    repairs, one fix per JSON error within a step budget.
 
     Raises:
         ValueError: no JSON could be recovered (``json.JSONDecodeError`` is a ValueError).

@@ -34,8 +34,10 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 EMBEDDERS: Registry[Embedder] = Registry("embedder")
-EMBEDDERS.register("hashing", "memlab.embed.hashing:HashingEmbedder")
-EMBEDDERS.register("minilm", "memlab.embed.minilm:MiniLMEmbedder")
+EMBEDDERS.register("minilm", "memlab.embed.minilm:MiniLMEmbedder",
+                   "all-MiniLM-L6-v2 (384 dims), shipped in a PyPI package, offline")
+EMBEDDERS.register("hashing", "memlab.embed.hashing:HashingEmbedder",
+                   "deterministic hashing of words, for unit tests only")
 
 
 def get_embedder(name: str = "minilm", **kwargs) -> Embedder:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -38,7 +40,7 @@ class LLMClient(ABC):
     """A chat model. Subclasses implement ``_complete``; ``complete`` adds timing and caching.
 
     Attributes:
-        provider: registry key of the provider ("local", "gemini", "openai", "fake").
+        provider: registry key of the provider (``LLMS``).
         model: model name as reported in manifests.
         context_window: the model's window in tokens (prompt + completion).
         supports_logprobs: whether ``score_options`` is available.
@@ -85,6 +87,18 @@ class LLMClient(ABC):
             self.cache.put(self.provider, self.model, msgs, params, result)
         return result
 
+    @contextmanager
+    def using_cache(self, cache: Any) -> Iterator[Any]:
+        """Serve and record calls through ``cache`` (e.g. a run's CallJournal) inside the block.
+
+        The cache in place before (the shared response cache) is restored on exit.
+        """
+        saved, self.cache = self.cache, cache
+        try:
+            yield cache
+        finally:
+            self.cache = saved
+
     @abstractmethod
     def _complete(self, messages: list[Message], **params: Any) -> Completion:
         """Make one real model call."""
@@ -124,7 +138,9 @@ class LLMClient(ABC):
 
 
 LLMS: Registry[LLMClient] = Registry("LLM provider")
-LLMS.register("fake", "memlab.llm.fake:FakeLLM")
-LLMS.register("local", "memlab.llm.local:LocalLLM")
-LLMS.register("gemini", "memlab.llm.gemini:GeminiLLM")
-LLMS.register("openai", "memlab.llm.openai_compat:OpenAICompatLLM")
+LLMS.register("local", "memlab.llm.local:LocalLLM",
+              "GGUF model in-process (llama.cpp): packaged Qwen2.5 0.5B/1.5B or MEMLAB_LOCAL_MODEL")
+LLMS.register("gemini", "memlab.llm.gemini:GeminiLLM", "Google Gemini (GEMINI_API_KEY)")
+LLMS.register("openai", "memlab.llm.openai_compat:OpenAICompatLLM",
+              "any OpenAI-compatible server (MEMLAB_OPENAI_BASE_URL): vLLM, llama-server, Ollama")
+LLMS.register("fake", "memlab.llm.fake:FakeLLM", "scripted replies, for unit tests only")

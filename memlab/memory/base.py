@@ -131,9 +131,19 @@ class MemorySystem(ABC):
         """Release stores and clients."""
 
 
-CONDITIONS: tuple[str, ...] = (
-    "vanilla", "full_context", "rag", "episodic", "episodic_summary", "sleep", "hybrid",
-)
 MEMORIES: Registry[MemorySystem] = Registry("memory condition")
-for _key in CONDITIONS:  # module memlab.memory.<key>, class <CamelKey>Memory
-    MEMORIES.register(_key, f"memlab.memory.{_key}:{_key.title().replace('_', '')}Memory")
+MEMORIES.register("vanilla", "memlab.memory.vanilla:VanillaMemory",
+                  "no memory: system prompt + the current message")
+MEMORIES.register("full_context", "memlab.memory.full_context:FullContextMemory",
+                  "the whole conversation in the prompt, oldest turns cut to fit the window")
+MEMORIES.register("rag", "memlab.memory.rag:RagMemory",
+                  "every exchange a document in chromadb; top-k by similarity + last 2 turns")
+MEMORIES.register("episodic", "memlab.memory.episodic:EpisodicMemory",
+                  "episodic store: 5 recent + the relevant episodes")
+MEMORIES.register("episodic_summary", "memlab.memory.episodic_summary:EpisodicSummaryMemory",
+                  "episodic + periodic LLM summaries of old episodes")
+MEMORIES.register("sleep", "memlab.memory.sleep:SleepMemory",
+                  "sleep cycle: replay, compression, schema induction, decay")
+MEMORIES.register("hybrid", "memlab.memory.hybrid:HybridMemory",
+                  "operating memory + distilled facts (newer supersedes older) + shared workspaces")
+CONDITIONS: tuple[str, ...] = tuple(MEMORIES.names())  # the paper's order

@@ -13,39 +13,18 @@ from typing import Any
 
 import pandas as pd
 
+from memlab.bench.runlog import read_jsonl
 from memlab.errors import ConfigError
 from memlab.memory.base import CONDITIONS
 
-SPAN_KEYS = ("span", "memory_span", "target_tokens", "context_tokens", "context_length", "size",
-             "tokens")
 RUN_COLUMNS = ["run_id", "condition", "suite", "seed", "span", "status", "provider", "model"]
 ANSWERED = ("needle", "question")
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSON-lines file ([] when it does not exist); a torn last line is ignored."""
-    if not path.exists():
-        return []
-    rows, lines = [], path.read_text().splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            if number == len(lines):
-                break  # a run killed mid-write leaves at most one torn line
-            raise ConfigError(f"{path}: line {number} is not JSON ({exc.msg})") from exc
-    return rows
-
-
 def span_of(manifest: dict[str, Any]) -> int | None:
-    """The memory span (LTM) or context length (persona) of a run, in tokens."""
-    params = manifest.get("suite_params") or {}
-    for key in SPAN_KEYS:
-        if params.get(key) is not None:
-            return int(params[key])
-    return None
+    """The run's span in tokens (its RunSpec's ``span``)."""
+    span = manifest.get("span", (manifest.get("spec") or {}).get("span"))
+    return None if span is None else int(span)
 
 
 def run_dirs(results_dir: str | Path) -> list[Path]:

@@ -52,7 +52,7 @@ class LTMSuite(Suite):
 
     Args:
         tests: the tests (``LoadedTest``); default: generated with ``seed``.
-        memory_span: the span in the model's tokens (GoodAI's ``memory_span``).
+        span: the memory span in the model's tokens (GoodAI's ``memory_span``).
         examples: examples per type when generating.
         types: test types to generate (default: all nine generated types).
         type_args: per-type generator arguments (default: GoodAI's v3 configuration).
@@ -61,13 +61,19 @@ class LTMSuite(Suite):
     """
 
     name = "ltm"
+    options = ("examples", "types", "type_args")
 
-    def __init__(self, tests: list[LoadedTest] | None = None, *, memory_span: int = 1000,
+    @classmethod
+    def _build(cls, *, span: int, seed: int, llm: Any, **options: Any) -> LTMSuite:
+        return cls(span=span, seed=seed, count_tokens=getattr(llm, "count_tokens", None),
+                   judge=llm, **options)
+
+    def __init__(self, tests: list[LoadedTest] | None = None, *, span: int = 1000,
                  examples: int = 3, seed: int = 0, types: list[str] | None = None,
                  type_args: dict[str, dict[str, Any]] | None = None,
                  count_tokens: TokenCounter | None = None, judge: Any = None,
                  source: str = "generated"):
-        self.memory_span, self.examples, self.seed = memory_span, examples, seed
+        self.span, self.examples, self.seed = span, examples, seed
         self.count_tokens, self.judge, self.source = count_tokens, judge, source
         self.tests = tests if tests is not None else self._generate(types, type_args or {})
         self.skipped = {self.test_id(t): "empty script (a dynamic GoodAI test)"
@@ -80,7 +86,7 @@ class LTMSuite(Suite):
         """Load GoodAI ``.def.json`` definitions (and ``config.yml``'s memory span)."""
         config, tests = load_definitions(folder)
         if config is not None:
-            kwargs.setdefault("memory_span", config.memory_span)
+            kwargs.setdefault("span", config.memory_span)
         return cls(tests, source=str(folder), **kwargs)
 
     def _generate(self, types: list[str] | None, type_args: dict[str, dict[str, Any]]):
@@ -101,7 +107,7 @@ class LTMSuite(Suite):
 
     def schedule(self) -> Schedule:
         if self._schedule is None:
-            scheduler = Scheduler(self.memory_span, count_tokens=self.count_tokens, seed=self.seed)
+            scheduler = Scheduler(self.span, count_tokens=self.count_tokens, seed=self.seed)
             self._schedule = scheduler.run(self._script_tests())
         return self._schedule
 
@@ -174,7 +180,7 @@ class LTMSuite(Suite):
             context["vocabulary"] = frozenset(extra["spy_vocabulary"])
         span = self.spans().get(tid, {})
         meta = {"example_id": test.example_id, "span_tokens": span.get("distance"),
-                "memory_span": self.memory_span, "question_indexes": []}
+                "memory_span": self.span, "question_indexes": []}
         try:
             judged = SCORERS[test.test_type](questions, replies, d.expected_responses, **context)
         except ConfigError as exc:
@@ -186,7 +192,7 @@ class LTMSuite(Suite):
 
     def describe(self) -> dict[str, Any]:
         types = sorted({t.test_type for t in self.tests})
-        return {"name": self.name, "source": self.source, "memory_span": self.memory_span,
+        return {"name": self.name, "source": self.source, "span": self.span,
                 "examples": self.examples, "seed": self.seed, "types": types,
                 "tests": len(self.tests), "skipped": dict(self.skipped)}
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from memlab.bench.scoring import Judgement, cites, llm_judge, parse_json_lenient
+from memlab.bench.scoring import Judgement, cites, llm_judge, parse_json_as_goodai
 from memlab.errors import ConfigError
 
 Scorer = Callable[..., Judgement]
@@ -50,7 +50,7 @@ def score_shopping(questions: list[str], responses: list[str], expected: list[An
     """Thirds: expected items present, their quantities right, nothing hallucinated."""
     wanted = {str(name): qty for name, qty in expected}
     try:
-        items = parse_json_lenient(responses[0])
+        items = parse_json_as_goodai(responses[0])
         assert isinstance(items, list)
         for item in items:
             assert isinstance(item["item"], str) and isinstance(item["quantity"], int)
@@ -82,7 +82,7 @@ def score_name_list(questions: list[str], responses: list[str], expected: list[A
     """Names answered that were given, divided by max(given, answered)."""
     left = [str(n).lower() for n in expected]
     try:
-        answered = [n.lower() for n in parse_json_lenient(responses[0])]
+        answered = [n.lower() for n in parse_json_as_goodai(responses[0])]
     except (TypeError, ValueError, AttributeError):
         return Judgement(score=0, reasoning=["Response not in correct format"])
     divisor = max(len(left), len(answered)) or 1
@@ -101,7 +101,7 @@ def score_name_list(questions: list[str], responses: list[str], expected: list[A
 def score_sallyanne(questions: list[str], responses: list[str], expected: list[Any], **_: Any):
     """The JSON answer must equal the expected (lower-case) word exactly."""
     try:
-        answer = parse_json_lenient(responses[0])
+        answer = parse_json_as_goodai(responses[0])
     except ValueError as exc:
         return Judgement(score=0, reasoning=[f"Invalid answer. {exc}"])
     if isinstance(answer, dict) and answer.get("answer", "") == expected[0]:

@@ -87,19 +87,21 @@ class PersonaSuiteBase(Suite):
 
 
 class PersonaSuite(PersonaSuiteBase):
-    """A generated PersonaMem-style history at ``target_tokens``, then its questions.
+    """A generated PersonaMem-style history of ``span`` tokens, then its questions.
 
     Args:
-        target_tokens: history length to reach, in the model's tokens (at least two sessions
+        span: history length to reach, in the model's tokens (at least two sessions
             per topic are always generated, so every question type has evidence).
         n_topics: topics the persona talks about (sessions are interleaved across them).
         probes: also generate Table 2 cue-based probes.
     """
 
-    def __init__(self, *, target_tokens: int = 32000, seed: int = 0, n_topics: int = 4,
+    options = ("n_topics", "probes")
+
+    def __init__(self, *, span: int = 32000, seed: int = 0, n_topics: int = 4,
                  count_tokens: TokenCounter | None = None, probes: bool = True,
                  start: datetime | None = None):
-        self.target_tokens, self.seed, self.n_topics, self.probes = target_tokens, seed, n_topics, probes
+        self.span, self.seed, self.n_topics, self.probes = span, seed, n_topics, probes
         self.count = count_tokens or estimate_tokens
         self.start = start or datetime(2024, 1, 8, 19, 0, 0)
         self._events: list[SuiteEvent] | None = None
@@ -107,7 +109,7 @@ class PersonaSuite(PersonaSuiteBase):
         self.history_tokens = 0
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "source": "generated", "target_tokens": self.target_tokens,
+        return {"name": self.name, "source": "generated", "span": self.span,
                 "seed": self.seed, "n_topics": self.n_topics, "probes": self.probes,
                 "history_tokens": self.history_tokens}
 
@@ -135,7 +137,7 @@ class PersonaSuite(PersonaSuiteBase):
         events: list[SuiteEvent] = []
         visits = {t: 0 for t in plan.topics}
         date, s, order = self.start, 0, []
-        while s < 3 * len(plan.topics) or self.history_tokens < self.target_tokens:
+        while s < 3 * len(plan.topics) or self.history_tokens < self.span:
             if s % len(plan.topics) == 0:
                 order = rng.sample(plan.topics, len(plan.topics))
             topic = order[s % len(plan.topics)]
@@ -164,7 +166,7 @@ class PersonaSuite(PersonaSuiteBase):
     def _session(self, rng: random.Random, plan: PersonaPlan, events: list[SuiteEvent],
                  topic: str, visit: int, date: datetime, session: str) -> None:
         needles = self._needles(rng, plan, topic, visit, date)
-        remaining = max(self.target_tokens - self.history_tokens, 0)
+        remaining = max(self.span - self.history_tokens, 0)
         length = max(10, min(rng.randint(10, 30), remaining // 40 + len(needles)))
         slots = sorted(rng.sample(range(1, length), min(len(needles), length - 1)))
         opener = rng.choice(data.TOPIC_CHAT).format(topic=topic)

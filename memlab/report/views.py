@@ -1,8 +1,7 @@
-"""What the notebooks call: run one condition, then views of its scores, transcripts and costs.
+"""Views of one finished run: its summary, scores by type, transcripts, costs, sleep records.
 
-Every notebook cell is one call into this module (notebooks stay thin), so everything a notebook
-shows is reachable from a test. Parameters are checked first: a wrong one raises ConfigError
-naming the parameter and what it accepts.
+Read-only: every function takes a run folder (``memlab.lab.run`` returns one) and returns a
+pandas object a notebook displays. Nothing here runs a model.
 """
 
 from __future__ import annotations
@@ -13,77 +12,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.memory.base import CONDITIONS
 from memlab.report import data, summary
-
-SUITE_NAMES = ("ltm", "persona")
-LLM_NAMES = ("local", "gemini", "openai", "fake")
-EMBEDDER_NAMES = ("minilm", "hashing")
-
-
-def check_parameters(*, condition: str, suite: str, span: int, seed: int, llm: str,
-                     embedder: str) -> None:
-    """Raise ConfigError naming the first parameter that is not acceptable."""
-    for name, value, known in (("condition", condition, CONDITIONS), ("suite", suite, SUITE_NAMES),
-                               ("llm", llm, LLM_NAMES), ("embedder", embedder, EMBEDDER_NAMES)):
-        if value not in known:
-            raise ConfigError(f"parameter {name}={value!r} is not one of: {', '.join(known)}")
-    if not isinstance(span, int) or isinstance(span, bool) or span <= 0:
-        raise ConfigError(f"parameter span={span!r} must be a positive number of tokens")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError(f"parameter seed={seed!r} must be a non-negative integer")
-
-
-def make_llm(llm: str = "local", **kwargs: Any):
-    """The answering model by provider key (``memlab.llm.get_llm``)."""
-    from memlab import llm as llm_module
-
-    get_llm = getattr(llm_module, "get_llm", None)
-    if get_llm is None:  # before the LLM layer's factory exists: the bare registry
-        return llm_module.LLMS.create(llm, **kwargs)
-    return get_llm(llm, **kwargs)
-
-
-def make_embedder(embedder: str = "minilm"):
-    from memlab.embed.base import get_embedder
-
-    return get_embedder(embedder)
-
-
-def build_suite(suite: str, *, span: int, seed: int = 0, llm: Any = None,
-                options: dict[str, Any] | None = None):
-    """The generated suite ``suite`` at ``span`` tokens (memory span / context length)."""
-    options = dict(options or {})
-    counter = getattr(llm, "count_tokens", None)
-    if suite == "ltm":
-        from memlab.bench.suites.ltm import LTMSuite
-
-        return LTMSuite(memory_span=span, seed=seed, count_tokens=counter, judge=llm, **options)
-    if suite == "persona":
-        from memlab.bench.suites.persona import PersonaSuite
-
-        return PersonaSuite(target_tokens=span, seed=seed, count_tokens=counter, **options)
-    raise ConfigError(f"parameter suite={suite!r} is not one of: {', '.join(SUITE_NAMES)}")
-
-
-def run_condition(condition: str, suite: str, span: int, seed: int = 0, llm: str = "local",
-                  embedder: str = "minilm", out_dir: str | Path = "results",
-                  run_id: str | None = None, suite_options: dict[str, Any] | None = None,
-                  probes_sleep: bool = False, progress: bool = True) -> Path:
-    """Run one condition on one suite (resuming or skipping a run that exists); its folder.
-
-    The run lands in ``<out_dir>/<run_id>/`` (default run_id: ``<suite>-<condition>-<span>-s<seed>``).
-    """
-    check_parameters(condition=condition, suite=suite, span=span, seed=seed, llm=llm,
-                     embedder=embedder)
-    from memlab.bench.runner import run
-
-    client = make_llm(llm)
-    the_suite = build_suite(suite, span=span, seed=seed, llm=client, options=suite_options)
-    run_id = run_id or f"{suite}-{condition}-{span}-s{seed}"
-    return Path(run(the_suite, condition, llm=client, embedder=make_embedder(embedder),
-                    results_dir=out_dir, run_id=run_id, seed=seed, probes_sleep=probes_sleep,
-                    progress=progress))
 
 
 def _run_frames(run_dir: str | Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
@@ -197,52 +126,6 @@ def schemas_used(run_dir: str | Path) -> pd.DataFrame:
         subset=["memory_schemas"])
     counts = post.groupby("memory_schemas").size().sort_values(ascending=False)
     return counts.rename("answers").rename_axis("schema").reset_index()
-
-
-# ---------------------------------------------------------------- the tour (an agent by hand)
-def make_agent(condition: str = "sleep", *, llm: Any, embedder: Any,
-               workdir: str | Path = "results/tour", user_id: str = "tour-user"):
-    """An Agent of ``condition`` with its stores in ``workdir``."""
-    from memlab.agent import Agent
-    from memlab.memory.base import MEMORIES, Scope
-
-    if condition not in CONDITIONS:
-        raise ConfigError(f"parameter condition={condition!r} is not one of: "
-                          f"{', '.join(CONDITIONS)}")
-    Path(workdir).mkdir(parents=True, exist_ok=True)
-    memory = MEMORIES.create(condition, scope=Scope(user_id=user_id, agent_id=condition),
-                             llm=llm, embedder=embedder, workdir=Path(workdir))
-    return Agent(memory, llm)
-
-
-def chat(agent: Any, messages: list[str]) -> pd.DataFrame:
-    """Send each message through ``agent.interact``; one row per turn with what it cost."""
-    rows = []
-    for text in messages:
-        trace = agent.interact(text)
-        rows.append({"user": text, "reply": trace.reply, "prompt tokens": trace.prompt_tokens,
-                     "memory tokens": trace.prompt_tokens_memory,
-                     "memories used": ", ".join(trace.memory_kinds) or "(none)",
-                     "llm s": round(trace.llm_latency_s, 3),
-                     "memory s": round(trace.memory_latency_s, 4)})
-    return pd.DataFrame(rows)
-
-
-def recall_view(agent: Any, query: str) -> pd.DataFrame:
-    """What the agent's memory would put into the prompt for ``query`` (kind, id, text)."""
-    context = agent.memory.recall(query)
-    rows = [{"kind": item.kind, "id": item.id, "score": item.score, "text": item.text}
-            for item in context.items]
-    rows += [{"kind": "history turn", "id": f"turn:{ex.turn_number}", "score": None,
-              "text": ex.render()} for ex in context.history]
-    return pd.DataFrame(rows, columns=["kind", "id", "score", "text"])
-
-
-def cycle_view(stats: Any) -> pd.Series:
-    """A CycleStats (or None: this condition has no sleep cycle) as a readable series."""
-    if stats is None:
-        return pd.Series({"sleep": "this condition has no sleep cycle"})
-    return pd.Series(stats.model_dump(mode="json"), dtype=object)
 
 
 # ---------------------------------------------------------------- the sleep stores of a run
