@@ -1,6 +1,6 @@
 """The papermill grid: conditions x suites x spans x seeds, one notebook execution per cell.
 
-Each cell executes ``notebooks/condition.ipynb`` with its parameters. Paths follow from the
+Each cell executes the shipped ``condition.ipynb`` with its parameters. Paths follow from the
 parameters alone: the run lands in ``<results_dir>/<run_id>/`` and the executed notebook in
 ``<results_dir>/notebooks/<run_id>.ipynb``, with ``run_id = <suite>-<condition>-<span>-s<seed>``.
 A cell is skipped when its run's manifest says ``complete`` and the run's ``cell.json`` holds the
@@ -36,8 +36,8 @@ from tqdm.auto import tqdm
 from memlab.errors import ConfigError, MissingDependencyError
 from memlab.gridpool import pool_map, sigterm_as_interrupt
 from memlab.memory.base import CONDITIONS
+from memlab.notebooks import notebook_path
 
-NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 SUITES = ("ltm", "persona")
 CELL_FILE = "cell.json"  # the grid cell a run folder was made by
 
@@ -346,7 +346,7 @@ def run_grid(cells: list[Cell], results_dir: str | Path, *, notebook: str | Path
     from functools import partial
 
     results = Path(results_dir).resolve()
-    notebook = Path(notebook or NOTEBOOKS_DIR / "condition.ipynb").resolve()
+    notebook = Path(notebook or notebook_path("condition")).resolve()
     if not notebook.is_file():
         raise ConfigError(f"notebook {str(notebook)!r}: no such file")
     task = partial(execute_cell, results_dir=str(results), notebook=str(notebook),

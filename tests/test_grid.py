@@ -157,9 +157,10 @@ except BaseException:  # as bench.runner.run does: complete only at the end
 """
 SLOW_SPEC = ("name: stop\nconditions: [vanilla]\nsuites: [ltm]\nspans: {ltm: [300]}\n"
              "seeds: [0, 1, 2]\nllm: fake\nembedder: hashing\n")
-# `memlab grid` with grid.NOTEBOOKS_DIR pointing at the slow notebook's folder (argv[1]).
-LAUNCH = ("import sys; from pathlib import Path; from memlab import cli, grid; "
-          "grid.NOTEBOOKS_DIR = Path(sys.argv[1]); sys.exit(cli.main(sys.argv[2:]))")
+# `memlab grid` running the slow notebook (argv[1]) instead of the shipped condition.ipynb.
+LAUNCH = ("import sys; from functools import partial; from memlab import cli, grid; "
+          "grid.run_grid = partial(grid.run_grid, notebook=sys.argv[1]); "
+          "sys.exit(cli.main(sys.argv[2:]))")
 RUNNING = ("ltm-vanilla-300-s1", "ltm-vanilla-300-s2")
 PARAMETERS = [*grid.Cell.model_fields, "out_dir", "run_id"]
 
@@ -177,8 +178,8 @@ def _start_slow_grid(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "MEMLAB_DASK_SCHEDULER"}
     with open(tmp_path / "stdout", "wb") as out, open(tmp_path / "stderr", "wb") as err:
         return subprocess.Popen(
-            [sys.executable, "-c", LAUNCH, str(tmp_path / "notebooks"), "grid", "--spec",
-             "stop.yaml", "--results", "results", "--workers", "2"],
+            [sys.executable, "-c", LAUNCH, str(tmp_path / "notebooks" / "condition.ipynb"),
+             "grid", "--spec", "stop.yaml", "--results", "results", "--workers", "2"],
             cwd=tmp_path, env=env, stdout=out, stderr=err, start_new_session=True)
 
 
