@@ -35,7 +35,7 @@ lab: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check memlab tests benchmarks
-	$(BIN)/nbstripout --verify notebooks/*.ipynb
+	$(BIN)/nbstripout --verify memlab/notebooks/*.ipynb
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done

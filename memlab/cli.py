@@ -34,6 +34,20 @@ Start here:
   memlab lab                       JupyterLab on the notebooks (tour.ipynb first)
 """
 EPILOG = "Each command has its own help: memlab <command> --help"
+LAB_DIR = "memlab-notebooks"
+LAB_DESCRIPTION = f"""\
+Open JupyterLab on memlab's notebooks (needs the lab extra: pip install 'memlab[lab]').
+Start with tour.ipynb.
+
+Installed from a wheel, the notebooks live inside site-packages, which is not a place to edit:
+memlab copies them into a working folder (--dir, default ./{LAB_DIR}) and opens that. A
+notebook already in the folder is kept as it is, never overwritten (delete it to get memlab's
+current version); the command says what it copied and what it kept. Kernels start in that
+folder, so relative result paths (results/manual) land there too.
+
+In a source checkout (pip install -e .), JupyterLab opens memlab/notebooks/ itself, so an edit
+lands in git; commit it stripped (nbstripout). --dir makes a working copy there too.
+"""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -147,9 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(paper)
     _add_grid_options(paper)
 
-    lab = commands.add_parser("lab", help="JupyterLab on the notebooks",
-                              description="Open JupyterLab on notebooks/ (needs the lab extra: "
-                                          "pip install 'memlab[lab]'). Start with tour.ipynb.")
+    lab = commands.add_parser("lab", help="JupyterLab on the notebooks", formatter_class=raw,
+                              description=LAB_DESCRIPTION,
+                              epilog="example: memlab lab --dir my-notebooks --no-browser")
+    lab.add_argument("--dir", default=None,
+                     help=f"working folder the notebooks are copied into (default ./{LAB_DIR}; "
+                          "in a source checkout, default: the checkout's memlab/notebooks/)")
     lab.add_argument("--port", type=int, default=8888)
     lab.add_argument("--no-browser", action="store_true")
 
@@ -248,6 +265,7 @@ def cmd_paper(args: argparse.Namespace) -> int:
     from papermill.exceptions import PapermillExecutionError
 
     from memlab import grid
+    from memlab.notebooks import notebook_path
 
     spec, cells = _grid_cells(args, "full" if args.full else "quick")
     results = Path(args.results or f"results/{spec.name}")
@@ -255,7 +273,7 @@ def cmd_paper(args: argparse.Namespace) -> int:
     output = results / "notebooks" / "paper.ipynb"
     output.parent.mkdir(parents=True, exist_ok=True)
     try:
-        papermill.execute_notebook(str(grid.NOTEBOOKS_DIR / "paper.ipynb"), str(output),
+        papermill.execute_notebook(str(notebook_path("paper")), str(output),
                                    parameters={"results_dir": str(results.resolve()),
                                                "figures_dir": str(Path(args.figures).resolve())},
                                    kernel_name="python3", progress_bar=False, cwd=os.getcwd(),
@@ -271,11 +289,24 @@ def cmd_lab(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("jupyterlab") is None:
         raise MissingDependencyError("JupyterLab is not installed: pip install 'memlab[lab]' "
                                      "(or make lab)")
-    from memlab import grid
-
-    command = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={grid.NOTEBOOKS_DIR}",
+    folder = _lab_folder(args.dir)
+    command = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={folder}",
                f"--port={args.port}"] + (["--no-browser"] if args.no_browser else [])
     return subprocess.call(command)
+
+
+def _lab_folder(directory: str | None) -> Path:
+    """The checkout's own notebook folder (no --dir given), else a working copy (see --help)."""
+    from memlab import notebooks
+
+    if directory is None and notebooks.is_source_checkout():
+        print(f"lab: opening the checkout's notebooks in {notebooks.notebooks_dir()} "
+              "(edits land in git; commit them stripped)")
+        return notebooks.notebooks_dir()
+    report = notebooks.copy_notebooks(directory or LAB_DIR)
+    for line in report.lines():
+        print(f"lab: {line}")
+    return report.folder.resolve()
 
 
 def cmd_goodai_rescore(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
 """The papermill grid: conditions x suites x spans x seeds, one notebook execution per cell.
 
-Each cell is a RunSpec; it executes ``condition.ipynb`` with the spec's fields as parameters.
+Each cell is a RunSpec; it executes the shipped ``condition.ipynb`` with the spec's fields as parameters.
 Paths follow from the spec alone: the run lands in ``<results_dir>/<run_id>/`` and the executed
 notebook in ``<results_dir>/notebooks/<run_id>.ipynb`` (``RunSpec.run_id``). A cell is skipped when
 its run is complete and its manifest records the same spec (a run left by another grid spec is
@@ -39,8 +39,7 @@ from memlab.config import get_settings
 from memlab.errors import ConfigError, MissingDependencyError, fields_message
 from memlab.gridpool import pool_map, sigterm_as_interrupt
 from memlab.memory.base import MEMORIES
-
-NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+from memlab.notebooks import notebook_path
 
 
 class GridInterrupted(KeyboardInterrupt):
@@ -322,7 +321,7 @@ def run_grid(cells: list[RunSpec], results_dir: str | Path, *, notebook: str | P
     from functools import partial
 
     results = Path(results_dir).resolve()
-    notebook = Path(notebook or NOTEBOOKS_DIR / "condition.ipynb").resolve()
+    notebook = Path(notebook or notebook_path("condition")).resolve()
     if not notebook.is_file():
         raise ConfigError(f"notebook {str(notebook)!r}: no such file")
     task = partial(execute_cell, results_dir=str(results), notebook=str(notebook),

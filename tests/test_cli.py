@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_report_fixtures import write_results
+from test_report_fixtures import write_results, write_run
 
 from memlab import cli, grid
 from memlab.agent import Agent
@@ -40,8 +40,15 @@ def test_help_teaches_and_exits_zero():
 
 
 @pytest.mark.parametrize("args, expected", [
-    (("run", "-c", "nope", "-s", "ltm"), "parameter condition='nope'"),
-    (("run", "-c", "rag", "-s", "ltm", "--span", "-5", "--llm", "fake"), "parameter span=-5"),
+    (("run", "-c", "nope", "-s", "ltm"), "argument -c/--condition: invalid choice: 'nope'"),
+    (("run", "-c", "rag", "-s", "ltm", "--span", "-5", "--llm", "fake"),
+     "argument --span: must not be negative, got -5"),
+    (("run", "-c", "rag", "-s", "ltm", "--span", "1e8", "--llm", "fake"),
+     "argument --span: must be a whole number, got '1e8'"),
+    (("run", "-c", "rag", "-s", "ltm", "--span", "200000", "--llm", "fake"),
+     "field 'span': Input should be less than or equal to 131072"),
+    (("grid", "--workers", "-3"), "argument --workers: must not be negative"),
+    (("grid", "--seeds", "0,0", "--llm", "fake"), "cells repeat"),
     (("grid", "--spec", "missing.yaml"), "not a built-in spec"),
     (("grid", "--conditions", "rag,nope"), "field 'conditions'"),
     (("goodai-rescore", "no/such/dir"), "does not exist"),
@@ -77,7 +84,8 @@ def test_paper_skips_complete_cells_and_writes_figures(tmp_path, capsys):
     results = write_results(tmp_path / "results", seeds=(0,), spans=tuple(grid.QUICK.spans["ltm"]),
                             persona_span=grid.QUICK.spans["persona"][0])
     for cell in grid.QUICK.cells(llm="fake", embedder="hashing"):  # as the grid records them
-        (results / cell.run_id / grid.CELL_FILE).write_text(cell.model_dump_json())
+        write_run(results, cell.condition, cell.suite, cell.seed, cell.span,
+                  probes=cell.probes_sleep, spec=cell)
     status = cli.main(["paper", "--results", str(results), "--figures", str(tmp_path / "fig"),
                        "--llm", "fake", "--embedder", "hashing"])
     assert status == 0

@@ -15,7 +15,9 @@ import pytest
 from jupyter_core.utils import ensure_event_loop
 from test_report_fixtures import write_run
 
-from memlab import grid
+from memlab import grid, lab
+from memlab.bench.runner import is_complete
+from memlab.bench.spec import RunSpec
 from memlab.errors import ConfigError
 from memlab.memory.base import CONDITIONS
 
@@ -35,10 +37,11 @@ def test_quick_spec_covers_all_conditions_on_both_suites():
 
 
 def test_paths_follow_from_parameters(tmp_path):
-    cell = grid.Cell(condition="rag", suite="persona", span=2000, seed=3)
+    cell = RunSpec(condition="rag", suite="persona", span=2000, seed=3)
     assert cell.run_id == "persona-rag-2000-s3"
-    params = cell.parameters(tmp_path)
-    assert params["out_dir"] == str(tmp_path) and params["run_id"] == cell.run_id
+    params = grid.cell_parameters(cell, tmp_path)
+    assert params["out_dir"] == str(tmp_path)
+    assert RunSpec.parse({k: v for k, v in params.items() if k != "out_dir"}) == cell
 
 
 def test_yaml_spec_loads_and_bad_field_is_named(tmp_path):
@@ -56,11 +59,30 @@ def test_yaml_spec_loads_and_bad_field_is_named(tmp_path):
         spec.cells()
 
 
+@pytest.mark.parametrize("yaml_text, message", [
+    ("seed: [5]", "field 'seed': Extra inputs are not permitted"),
+    ("llm: nosuchllm", "field 'llm'.*unknown LLM provider 'nosuchllm'"),
+    ("embedder: nope", "field 'embedder'.*unknown embedder"),
+    ("seeds: [0, 0]", "cells repeat \\(ltm-rag-500-s0\\)"),
+    ("spans: {ltm: [0]}", "field 'span': Input should be greater than 0"),
+    ("suite_options: {ltm: {colours: 3}}", "suite_options.*colours.*accepts: examples"),
+])
+def test_every_bad_spec_field_is_named_before_anything_runs(tmp_path, yaml_text, message):
+    path = tmp_path / "g.yaml"
+    base = {"name": "mine", "conditions": "[rag]", "suites": "[ltm]", "spans": "{ltm: [500]}"}
+    key = yaml_text.split(":")[0]
+    lines = [f"{k}: {v}" for k, v in base.items() if k != key] + [yaml_text]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError, match=message):
+        cells = grid.load_spec(path).cells()
+        for cell in cells:  # the suite's own options are checked when it is built
+            lab.build_suite(cell)
+
+
 def test_complete_cells_are_skipped_without_executing(tmp_path, monkeypatch):
     cells = TINY.cells()
     for cell in cells:
-        write_run(tmp_path, cell.condition, "ltm", 0, 300)  # same run_id, status complete
-        (tmp_path / cell.run_id / grid.CELL_FILE).write_text(cell.model_dump_json())
+        write_run(tmp_path, cell.condition, "ltm", 0, 300, spec=cell)  # complete, same spec
     monkeypatch.setattr("papermill.execute_notebook",
                         lambda *a, **k: pytest.fail("a complete cell was executed"))
     outcome = grid.run_grid(cells, tmp_path, progress=False)
@@ -70,15 +92,13 @@ def test_complete_cells_are_skipped_without_executing(tmp_path, monkeypatch):
 
 def test_a_complete_run_of_another_cell_is_not_skipped(tmp_path, monkeypatch):
     cell = TINY.cells()[0]
-    write_run(tmp_path, cell.condition, "ltm", 0, 300)
     other = cell.model_copy(update={"suite_options": {"examples": 3}})
-    (tmp_path / cell.run_id / grid.CELL_FILE).write_text(other.model_dump_json())
+    write_run(tmp_path, cell.condition, "ltm", 0, 300, spec=other)
+    assert not is_complete(cell.run_dir(tmp_path), cell)
     executed = []
     monkeypatch.setattr("papermill.execute_notebook", lambda *a, **k: executed.append(k))
     assert grid.execute_cell(cell, str(tmp_path), "x.ipynb").status == "complete"
     assert len(executed) == 1 and executed[0]["parameters"]["suite_options"] == cell.suite_options
-    # once executed, the folder records the cell that made it and the next grid skips it
-    assert grid.is_complete(tmp_path, cell.run_id, cell)
 
 
 def test_kernel_start_failure_is_retried_but_a_notebook_error_is_not(tmp_path, monkeypatch):
@@ -143,7 +163,7 @@ def test_process_pool_and_dask_local_cluster_give_the_same_results(tmp_path):
 
 SLOW_CELL = """\
 import json, os, pathlib, time
-run = pathlib.Path(out_dir) / run_id
+run = pathlib.Path(out_dir) / f"{suite}-{condition}-{span}-s{seed}"
 run.mkdir(parents=True, exist_ok=True)
 (run / "kernel.pid").write_text(str(os.getpid()))
 try:
@@ -153,15 +173,17 @@ try:
 except BaseException:  # as bench.runner.run does: complete only at the end
     (run / "manifest.json").write_text(json.dumps({"status": "failed"}))
     raise
+(run / "scores.jsonl").write_text("")
 (run / "manifest.json").write_text(json.dumps({"status": "complete"}))
 """
 SLOW_SPEC = ("name: stop\nconditions: [vanilla]\nsuites: [ltm]\nspans: {ltm: [300]}\n"
              "seeds: [0, 1, 2]\nllm: fake\nembedder: hashing\n")
-# `memlab grid` with grid.NOTEBOOKS_DIR pointing at the slow notebook's folder (argv[1]).
-LAUNCH = ("import sys; from pathlib import Path; from memlab import cli, grid; "
-          "grid.NOTEBOOKS_DIR = Path(sys.argv[1]); sys.exit(cli.main(sys.argv[2:]))")
+# `memlab grid` running the slow notebook (argv[1]) instead of the shipped condition.ipynb.
+LAUNCH = ("import sys; from functools import partial; from memlab import cli, grid; "
+          "grid.run_grid = partial(grid.run_grid, notebook=sys.argv[1]); "
+          "sys.exit(cli.main(sys.argv[2:]))")
 RUNNING = ("ltm-vanilla-300-s1", "ltm-vanilla-300-s2")
-PARAMETERS = [*grid.Cell.model_fields, "out_dir", "run_id"]
+PARAMETERS = [*RunSpec.model_fields, "out_dir"]
 
 
 def _start_slow_grid(tmp_path):
@@ -177,8 +199,8 @@ def _start_slow_grid(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "MEMLAB_DASK_SCHEDULER"}
     with open(tmp_path / "stdout", "wb") as out, open(tmp_path / "stderr", "wb") as err:
         return subprocess.Popen(
-            [sys.executable, "-c", LAUNCH, str(tmp_path / "notebooks"), "grid", "--spec",
-             "stop.yaml", "--results", "results", "--workers", "2"],
+            [sys.executable, "-c", LAUNCH, str(tmp_path / "notebooks" / "condition.ipynb"),
+             "grid", "--spec", "stop.yaml", "--results", "results", "--workers", "2"],
             cwd=tmp_path, env=env, stdout=out, stderr=err, start_new_session=True)
 
 
@@ -190,7 +212,7 @@ def _wait_for_running_cells(tmp_path, proc, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         ticking = all((results / run / "tick-0").exists() for run in RUNNING)
-        if ticking and grid.is_complete(results, "ltm-vanilla-300-s0"):
+        if ticking and is_complete(results / "ltm-vanilla-300-s0"):
             return [psutil.Process(int((results / run / "kernel.pid").read_text()))
                     for run in RUNNING]
         assert proc.poll() is None, (tmp_path / "stderr").read_text()
@@ -260,7 +282,7 @@ def test_a_stopped_grid_leaves_no_process_and_keeps_only_complete_cells(tmp_path
     written = _files(results)
     time.sleep(1)  # a surviving kernel would tick 5 times
     assert _files(results) == written
-    assert grid.is_complete(results, "ltm-vanilla-300-s0")
+    assert is_complete(results / "ltm-vanilla-300-s0")
     # The kernels were shut down, not killed: the interrupted cells recorded their failure.
     assert [json.loads((results / run / "manifest.json").read_text()) for run in RUNNING] == [
         {"status": "failed"}] * 2

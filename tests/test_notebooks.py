@@ -1,12 +1,16 @@
 """Every notebook executes through papermill with tiny parameters (FakeLLM + hashing embedder).
 
-The notebooks are committed without outputs, each has a cell tagged ``parameters``, and a broken
-parameter set fails with an error naming the parameter.
+The shipped notebooks (``memlab/notebooks/``, package data) are the source: they are committed
+stripped (``nbstripout --verify``), each has a cell tagged ``parameters``, and a broken parameter
+set fails with an error naming the parameter. ``memlab lab`` copies them into a working folder
+without overwriting a notebook the user already has.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,10 +19,14 @@ import nbformat
 import pytest
 from test_report_fixtures import write_results
 
+from memlab import cli, notebooks
+from memlab.errors import ConfigError
+from memlab.notebooks import notebook_path
+
 papermill = pytest.importorskip("papermill", reason="papermill is a core dependency")
 from papermill.exceptions import PapermillExecutionError  # noqa: E402
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+CHECKOUT_NOTEBOOKS = Path(__file__).resolve().parent.parent / "memlab" / "notebooks"
 NAMES = ("condition", "sleep_probes", "paper", "tour")
 TINY_LTM = {"examples": 1, "types": ["colours", "shopping"]}
 
@@ -31,7 +39,7 @@ def _isolated(tmp_path, monkeypatch):
 
 def execute(name: str, tmp_path: Path, **parameters) -> nbformat.NotebookNode:
     output = tmp_path / f"{name}.out.ipynb"
-    papermill.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(output),
+    papermill.execute_notebook(str(notebook_path(name)), str(output),
                                parameters=parameters, kernel_name="python3", progress_bar=False)
     return nbformat.read(output, as_version=4)
 
@@ -44,29 +52,78 @@ def text_outputs(notebook) -> str:
     return "\n".join(parts)
 
 
+def test_the_package_ships_exactly_the_checkout_notebooks():
+    assert notebooks.NAMES == NAMES
+    assert notebooks.notebooks_dir() == CHECKOUT_NOTEBOOKS  # the tests run on the checkout
+    assert sorted(p.stem for p in CHECKOUT_NOTEBOOKS.glob("*.ipynb")) == sorted(NAMES)
+    assert notebook_path("paper.ipynb") == CHECKOUT_NOTEBOOKS / "paper.ipynb"
+
+
+def test_an_unknown_notebook_name_lists_the_known_ones():
+    with pytest.raises(ConfigError, match="notebook 'tuor' is not shipped by memlab; known: "
+                                          "condition, sleep_probes, paper, tour"):
+        notebook_path("tuor")
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_is_stripped_and_has_a_parameters_cell(name):
-    notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+def test_notebook_is_stripped_thin_and_has_a_parameters_cell(name):
+    notebook = nbformat.read(notebook_path(name), as_version=4)
+    nbformat.validate(notebook)
     tagged = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1
     assert all(not c.get("outputs") and c.get("execution_count") is None
                for c in notebook.cells if c.cell_type == "code")
     code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
     assert "for " not in code and "if " not in code  # thin: logic lives in memlab
+    assert not re.search(r"report\.lab|report import .*\blab\b", code)  # front door: memlab.lab
 
 
-def test_committed_notebooks_match_their_generator(tmp_path):
-    sys.path.insert(0, str(NOTEBOOKS))
-    try:
-        import build_notebooks
-    finally:
-        sys.path.remove(str(NOTEBOOKS))
-    for path in build_notebooks.build(tmp_path):
-        assert path.read_text() == (NOTEBOOKS / path.name).read_text(), path.name
-    stripout = Path(sys.executable).parent / "nbstripout"
-    if stripout.exists():
-        files = [str(NOTEBOOKS / f"{n}.ipynb") for n in NAMES]
-        assert subprocess.run([str(stripout), "--verify", *files]).returncode == 0
+def test_nbstripout_verify_passes_on_the_shipped_notebooks(tmp_path):
+    """What CI checks (and ``make lint``): nothing would change if the notebooks were stripped."""
+    command = [str(Path(sys.executable).parent / "nbstripout"), "--verify"]
+    files = [str(notebook_path(name)) for name in NAMES]
+    result = subprocess.run([*command, *files], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    executed = tmp_path / "executed.ipynb"  # the check is real: an output makes it fail
+    notebook = nbformat.read(notebook_path("tour"), as_version=4)
+    notebook.cells[1].execution_count = 1
+    nbformat.write(notebook, executed)
+    assert subprocess.run([*command, str(executed)], capture_output=True).returncode != 0
+
+
+def test_copy_notebooks_never_overwrites_a_users_notebook(tmp_path):
+    first = notebooks.copy_notebooks(tmp_path / "work")
+    assert first.copied == [f"{n}.ipynb" for n in NAMES] and first.kept == []
+    assert (tmp_path / "work" / "tour.ipynb").read_bytes() == notebook_path("tour").read_bytes()
+    (tmp_path / "work" / "tour.ipynb").write_text("my edits")
+    (tmp_path / "work" / "paper.ipynb").unlink()
+    again = notebooks.copy_notebooks(tmp_path / "work")
+    assert again.copied == ["paper.ipynb"]
+    assert again.kept == ["condition.ipynb", "sleep_probes.ipynb", "tour.ipynb"]
+    assert (tmp_path / "work" / "tour.ipynb").read_text() == "my edits"
+    assert "kept (already in" in again.lines()[1] and "tour.ipynb" in again.lines()[1]
+
+
+def test_copy_notebooks_into_a_file_is_a_config_error(tmp_path):
+    (tmp_path / "taken").write_text("")
+    with pytest.raises(ConfigError, match="notebook folder .*taken.* is a file"):
+        notebooks.copy_notebooks(tmp_path / "taken")
+
+
+def test_lab_opens_the_checkout_folder_or_a_working_copy(tmp_path, monkeypatch, capsys):
+    """In this checkout `memlab lab` opens memlab/notebooks/; with --dir it makes a copy there."""
+    launched, find_spec = [], importlib.util.find_spec
+    monkeypatch.setattr("importlib.util.find_spec",  # JupyterLab "installed"; nothing else changes
+                        lambda name, *a: object() if name == "jupyterlab" else find_spec(name, *a))
+    monkeypatch.setattr("subprocess.call", lambda command: launched.append(command) or 0)
+    assert notebooks.is_source_checkout()
+    assert cli.main(["lab", "--no-browser"]) == 0
+    assert f"--notebook-dir={CHECKOUT_NOTEBOOKS}" in launched[0]
+    assert cli.main(["lab", "--dir", "mine"]) == 0
+    assert f"--notebook-dir={tmp_path / 'mine'}" in launched[1]
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == sorted(
+        f"{n}.ipynb" for n in NAMES)
+    assert "lab: copied into mine: condition.ipynb" in capsys.readouterr().out
 
 
 def test_condition_notebook_runs_one_condition(tmp_path):
@@ -84,7 +141,7 @@ def test_broken_parameters_fail_naming_the_parameter(tmp_path):
         execute("condition", tmp_path, condition="nope", llm="fake", embedder="hashing",
                 out_dir=str(tmp_path / "results"))
     assert info.value.ename == "ConfigError"
-    assert "parameter condition='nope'" in info.value.evalue
+    assert "field 'condition'" in info.value.evalue and "'nope'" in info.value.evalue
     assert not (tmp_path / "results").exists()  # failed before any run started
 
 

@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 from test_report_fixtures import write_results, write_run
 
+from memlab import lab
+from memlab.bench.runlog import read_jsonl
 from memlab.errors import ConfigError
 from memlab.memory.base import CONDITIONS
-from memlab.report import data, figures, lab, summary, tables, write_paper
+from memlab.report import data, figures, summary, tables, write_paper
 
 
 @pytest.fixture(scope="module")
@@ -103,10 +105,10 @@ def test_empty_results_folder_is_a_clear_error(tmp_path):
 def test_torn_last_line_is_ignored_but_a_torn_middle_line_is_an_error(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"a": 1}\n{"a": 2')
-    assert data.read_jsonl(path) == [{"a": 1}]
+    assert read_jsonl(path) == [{"a": 1}]
     path.write_text('{"a": 1}\n{"a": \n{"a": 3}\n')
     with pytest.raises(ConfigError, match="line 2"):
-        data.read_jsonl(path)
+        read_jsonl(path)
 
 
 def test_lab_views_of_one_run(results):
@@ -119,12 +121,13 @@ def test_lab_views_of_one_run(results):
     assert costs.loc[("main", "needle"), "answers"] == 8
 
 
-def test_lab_rejects_bad_parameters_naming_them():
+def test_lab_rejects_bad_parameters_naming_them(tmp_path):
     good = dict(condition="rag", suite="ltm", span=100, seed=0, llm="fake", embedder="hashing")
     for field, bad in (("condition", "nope"), ("suite", "x"), ("llm", "gpt"), ("span", 0),
-                       ("seed", -1), ("embedder", "bert")):
-        with pytest.raises(ConfigError, match=f"parameter {field}="):
-            lab.check_parameters(**(good | {field: bad}))
+                       ("seed", -1), ("embedder", "bert"), ("option_scoring", "vote")):
+        with pytest.raises(ConfigError, match=f"parameters: field '{field}'"):
+            lab.run_condition(**(good | {field: bad}), out_dir=tmp_path)
+    assert not any(tmp_path.iterdir())  # nothing was written
 
 
 def test_background_spreads_cycles_and_storing_over_the_run_answers():

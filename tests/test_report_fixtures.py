@@ -9,6 +9,7 @@ import json
 import random
 from pathlib import Path
 
+from memlab.bench.spec import RunSpec
 from memlab.memory.base import CONDITIONS
 
 LTM_TYPES = ("colours", "shopping", "name_list", "jokes")
@@ -31,10 +32,14 @@ def turn(index, kind, phase="main", test_id=None, test_type=None, tokens=100, **
 
 
 def write_run(root: Path, condition: str, suite: str, seed: int, span: int,
-              status: str = "complete", probes: bool = False) -> Path:
-    """One run folder with deterministic but condition-dependent numbers."""
+              status: str = "complete", probes: bool = False,
+              spec: RunSpec | None = None) -> Path:
+    """One run folder with deterministic but condition-dependent numbers (of ``spec``, default:
+    the fake LLM and hashing embedder's spec of these parameters)."""
     rng = random.Random(f"{condition}{suite}{seed}{span}")
-    run_id = f"{suite}-{condition}-{span}-s{seed}"
+    spec = spec or RunSpec(suite=suite, condition=condition, span=span, seed=seed, llm="fake",
+                           embedder="hashing", probes_sleep=probes)
+    run_id = spec.run_id
     folder = root / run_id
     folder.mkdir(parents=True, exist_ok=True)
     skill = (CONDITIONS.index(condition) + 1) / (len(CONDITIONS) + 1)
@@ -56,8 +61,9 @@ def write_run(root: Path, condition: str, suite: str, seed: int, span: int,
                            "score": round(min(1.0, 0.4 + 0.1 * j + bonus), 2), "max_score": 1.0,
                            "reasoning": [], "judge": "rule", "metadata": {"probe": probe},
                            "phase": phase})
-    manifest = {"run_id": run_id, "condition": condition, "suite": suite,
-                "suite_params": {"span": span, "seed": seed}, "seed": seed,
+    manifest = {"run_id": run_id, "condition": condition, "suite": suite, "span": span,
+                "spec": spec.identity(), "suite_params": {"span": span, "seed": seed},
+                "seed": seed,
                 "llm": {"provider": "fake", "model": "fake", "context_window": 4096},
                 "embedder": "hashing", "memlab_version": "0.1.0", "git_commit": None,
                 "python": "3.11", "started_at": "2026-01-01T00:00:00Z",

@@ -87,7 +87,7 @@ SUITES.register("tiny", TinySuite, "the runner tests' suite")
 
 def tiny_spec(suite: TinySuite, condition: str, **fields) -> RunSpec:
     """The RunSpec of ``suite`` (its span: the number of sessions)."""
-    return RunSpec.parse({"suite": "tiny", "condition": condition, "span": suite.sessions,
+    return RunSpec.parse({"suite": suite.name, "condition": condition, "span": suite.sessions,
                           "llm": "fake", "embedder": "hashing", **fields})
 
 

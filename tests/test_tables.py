@@ -6,11 +6,10 @@ import json
 
 import pandas as pd
 import pytest
-from test_runner import TinySuite, fake_reply, scripted_factory
+from test_runner import TinySuite, fake_reply, run, scripted_factory
 
 from memlab.bench import tables
 from memlab.bench.base import Response, SuiteEvent, TestScore
-from memlab.bench.runner import run
 from memlab.errors import ConfigError
 from memlab.llm.fake import FakeLLM
 
