@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from memlab import stats
 from memlab.bench import metrics
 from memlab.embed.hashing import HashingEmbedder
 
@@ -113,29 +114,39 @@ def test_schema_utilisation_and_generalisation():
     assert metrics.schema_generalisation(turns, post) == {6: 1.0, 7: 0.0}
 
 
-def test_wilson_and_t_intervals():
-    low, high = metrics.wilson(8, 10)
-    assert low == pytest.approx(0.4902, abs=1e-3) and high == pytest.approx(0.9433, abs=1e-3)
-    assert metrics.wilson(0, 0) == (None, None)
-    assert metrics.wilson(0, 5)[0] == 0.0 and metrics.wilson(5, 5)[1] == 1.0
-    low, high = metrics.mean_ci([1.0, 2.0, 3.0])
-    assert low == pytest.approx(2 - 4.303 * 1 / math.sqrt(3), abs=1e-3)
-    assert metrics.mean_ci([0.5]) == (0.5, 0.5)
-    # four LTM tests scoring 0, 0, 0, 1: the t interval leaves [0, 1], a score cannot
-    free_low, free_high = metrics.mean_ci([0.0, 0.0, 0.0, 1.0])
-    assert free_low < 0 and free_high > 1
-    assert metrics.mean_ci([0.0, 0.0, 0.0, 1.0], bounds=(0.0, 1.0)) == (0.0, 1.0)
-    assert metrics.summarise("s", [0.2, 0.3], proportion=False, bounds=(0.0, 1.0)).ci_low == 0.0
+def test_summarise_picks_the_interval_of_each_kind():
     cell = metrics.summarise("x", [1, 1, 0, 0])
     assert (cell.value, cell.n) == (0.5, 4) and cell.ci_low < 0.5 < cell.ci_high
+    wilson = stats.proportion_ci(2, 4)
+    assert (cell.ci_low, cell.ci_high) == (wilson.low, wilson.high)
+    # 0 of 4: Wilson 0-49%, never a zero-width interval
+    none = metrics.summarise("x", [0, 0, 0, 0])
+    assert none.ci_low == 0.0 and none.ci_high == pytest.approx(0.49, abs=0.005)
+    # four LTM tests scoring 0, 0, 0, 1 are pass/fail: a proportion, not a t interval of +-0.8
+    ltm = metrics.summarise("s", [0.0, 0.0, 0.0, 1.0], kind="score")
+    assert (ltm.ci_low, ltm.ci_high) == pytest.approx((0.0456, 0.6994), abs=1e-4)
+    assert metrics.summarise("s", [0.2, 0.3, 0.0], kind="score").ci_low == 0.0  # clipped
+    tokens = metrics.summarise("t", [1.0, 2.0, 3.0], kind="mean")
+    assert tokens.ci_low == pytest.approx(2 - 4.303 * 1 / math.sqrt(3), abs=1e-3)
     empty = metrics.summarise("x", [])
-    assert empty.value is None and empty.n == 0
+    assert empty.value is None and empty.ci_low is None and empty.n == 0
+    with pytest.raises(ValueError, match="0 or 1"):
+        metrics.summarise("x", [0.5])
+    with pytest.raises(ValueError, match="kind"):
+        metrics.summarise("x", [1], kind="median")
 
 
 def test_delta_pairs_same_probes():
     d = metrics.delta("x", {1: 0.0, 2: 1.0, 3: 0.0}, {1: 1.0, 2: 1.0, 4: 1.0})
     assert d.n == 2 and d.value == 0.5 and d.phase == "delta"
-    assert d.ci_low < 0.5 < d.ci_high
+    assert d.ci_low < 0.5 < d.ci_high and d.p_value == 1.0  # one discordant probe
+    pre = {i: 0.0 for i in range(12)}
+    post = {i: 1.0 for i in range(12)}
+    paired = metrics.delta("x", pre, post)
+    assert paired.value == 1.0 and paired.p_value == pytest.approx(2 / 2**12)
+    assert paired.ci_low > 0.5
+    scores = metrics.delta("x", {1: 0.5, 2: 0.25}, {1: 0.75, 2: 0.5})
+    assert scores.value == pytest.approx(0.25) and scores.n == 2
 
 
 def test_probes_are_left_out_of_table1_and_suite_ranks_win():

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 
 import pandas as pd
 import pytest
 from test_report_fixtures import write_results, write_run
 
-from memlab import lab
+from memlab import lab, stats
 from memlab.bench.runlog import read_jsonl
 from memlab.errors import ConfigError
 from memlab.memory.base import CONDITIONS
@@ -29,12 +28,33 @@ def test_runs_frame_reads_complete_runs_only_in_condition_order(results):
     assert set(runs["span"]) == {1000, 2000, 4000}
 
 
-def test_mean_ci_matches_a_t_interval():
-    mean, half, n = summary.mean_ci([1.0, 2.0, 3.0])
-    assert (mean, n) == (2.0, 3)
-    assert half == pytest.approx(4.303 * 1.0 / math.sqrt(3), rel=1e-3)
-    assert summary.mean_ci([5.0])[1] == 0.0
-    assert math.isnan(summary.mean_ci([])[0])
+def _ltm_scores(results, condition):
+    return [json.loads(line) for path in results.glob(f"ltm-{condition}-*/scores.jsonl")
+            for line in path.read_text().splitlines()]
+
+
+def test_accuracy_of_pass_fail_tests_has_a_wilson_interval(results):
+    frame = summary.accuracy_tokens(data.scores_frame(results), data.turns_frame(results))
+    for condition in ("full_context", "rag", "hybrid"):  # vanilla has a running run too
+        row = frame[(frame["suite"] == "ltm") & (frame["condition"] == condition)].iloc[0]
+        scores = _ltm_scores(results, condition)
+        wilson = stats.proportion_ci(sum(s["score"] for s in scores), len(scores)).scaled(100)
+        assert (row["accuracy_low"], row["accuracy_high"]) == pytest.approx(
+            (wilson.low, wilson.high))
+        assert row["accuracy_low"] < row["accuracy_high"]
+    # every answer of a condition costs the same tokens here: a zero-spread t interval
+    assert (frame["tokens_low"] == frame["tokens"]).all()
+
+
+def test_scores_by_type_shows_low_high_intervals(results):
+    scores = data.scores_frame(results / "persona-sleep-2000-s0")
+    table = summary.scores_by_type(scores).set_index("test_type")
+    assert list(table.columns) == ["n", "score (%)", "95% CI"] and table["n"].sum() == 8
+    main = scores[scores["phase"] == "main"]
+    for test_type, group in main.groupby("test_type"):
+        wilson = stats.proportion_ci(group["fraction"].sum(), len(group)).scaled(100)
+        assert table.loc[test_type, "95% CI"] == f"{wilson.low:.1f}-{wilson.high:.1f}"
+    assert summary.scores_by_type(scores, phase="post_sleep")["n"].sum() == 4
 
 
 def test_accuracy_and_tokens_per_condition_agree_with_the_files(results):
@@ -53,7 +73,11 @@ def test_ltm_score_is_the_sum_over_types_of_the_mean(tmp_path):
     expected = scores.groupby("test_type")["fraction"].mean().sum()
     frame = summary.ltm_by_span(scores)
     assert frame.iloc[0]["score"] == pytest.approx(expected)
-    assert frame.iloc[0]["n_types"] == 4
+    assert frame.iloc[0]["n_types"] == 4 and frame.iloc[0]["score_n"] == 8
+    interval = stats.sum_of_means_ci(g["fraction"] for _, g in scores.groupby("test_type"))
+    assert (frame.iloc[0]["score_low"], frame.iloc[0]["score_high"]) == pytest.approx(
+        (interval.low, interval.high))
+    assert 0 <= interval.low < interval.estimate < interval.high <= 4
 
 
 def test_table2_from_scores_gives_pre_post_and_delta(results):
@@ -61,6 +85,8 @@ def test_table2_from_scores_gives_pre_post_and_delta(results):
     assert set(frame["probe"]) == {"delayed_recall", "cue_based_recall",
                                    "cross_episode_integration", "schema_utilisation"}
     assert (frame["delta"].round(6) == 20.0).all()  # the fixture adds 0.2 after sleep
+    # two seeds with the same fractional score: a zero-spread t interval, no bar
+    assert all(err == (0.0, 0.0) for err in frame["pre_err"])
 
 
 def test_persona_matrix_has_a_row_per_condition(results):
@@ -83,7 +109,14 @@ def test_write_paper_writes_every_figure_and_table(results, tmp_path):
     assert {"overview", "table1", "table2", "costs"} <= set(written["tables"])
     csv, tex, md = written["tables"]["overview"]
     overview = pd.read_csv(csv)
-    assert len(overview) == 14 and "accuracy_ci" in overview
+    assert len(overview) == 14
+    assert list(overview.columns[:8]) == ["suite", "condition", "accuracy (%)", "95% CI", "n",
+                                          "tokens", "tokens 95% CI", "answers"]
+    assert overview["95% CI"].str.fullmatch(r"\d+\.\d-\d+\.\d").all()
+    row = overview[(overview["suite"] == "ltm") & (overview["condition"] == "rag")].iloc[0]
+    scores = _ltm_scores(results, "rag")
+    wilson = stats.proportion_ci(sum(s["score"] for s in scores), len(scores)).scaled(100)
+    assert row["95% CI"] == wilson.text() and row["n"] == len(scores)
     assert "\\begin{tabular}" in tex.read_text() and md.read_text().startswith("| suite")
 
 

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from test_runner import TinySuite, fake_reply, run, scripted_factory
 
+from memlab import stats
 from memlab.bench import tables
 from memlab.bench.base import Response, SuiteEvent, TestScore
 from memlab.errors import ConfigError
@@ -82,7 +83,11 @@ def test_table1_rows_counts_and_intervals(results):
     row = t1[(t1.suite == "persona") & (t1.condition == "vanilla")].iloc[0]
     assert row.runs == 2 and row.long_horizon_qa_n == 6
     assert row.long_horizon_qa == pytest.approx(2 / 6)  # only the "red" question answered (a)
-    assert row.long_horizon_qa_ci_low < row.long_horizon_qa < row.long_horizon_qa_ci_high
+    wilson = stats.proportion_ci(2, 6)
+    assert (row.long_horizon_qa_ci_low, row.long_horizon_qa_ci_high) == (wilson.low, wilson.high)
+    # 0 of 4: Wilson 0-49%, not +-0
+    assert row.multi_session_continuity_ci_low == 0.0
+    assert row.multi_session_continuity_ci_high == pytest.approx(0.49, abs=0.005)
     assert row.hallucination_rate == pytest.approx(4 / 6)  # (d) is the never-stated option
     assert row.multi_session_continuity == 0 and row.multi_session_continuity_n == 4  # vanilla
     sleep = t1[(t1.suite == "persona") & (t1.condition == "sleep")].iloc[0]
@@ -90,6 +95,8 @@ def test_table1_rows_counts_and_intervals(results):
     assert row.prompt_tokens > 0 and row.completion_tokens > 0 and row.latency_s >= 0
     ltm = t1[t1.suite == "ltm"].iloc[0]
     assert ltm.long_horizon_qa == pytest.approx(2 / 4) and ltm.long_horizon_qa_n == 4
+    # LTM scores 0, 1, 1, 0 are pass/fail: Wilson, not the t interval (-0.42 to 1.42 clipped)
+    assert ltm.long_horizon_qa_ci_low == pytest.approx(stats.proportion_ci(2, 4).low)
 
 
 def test_table2_pre_post_delta(results):
@@ -100,8 +107,13 @@ def test_table2_pre_post_delta(results):
     util = t2.set_index("metric").loc["schema_utilisation"]
     assert (util.pre, util.post, util.delta) == (0.0, 1.0, 1.0)  # the schema appears after sleep
     assert util.pre_n == util.post_n == util.delta_n == 6
+    assert util.pre_ci_high > 0.3 and util.post_ci_low < 0.7  # 0/6 and 6/6 are not +-0
+    # 6 of 6 probes changed, all one way: exact McNemar p = 2 / 2^6, Newcombe's interval
+    assert util.delta_p == pytest.approx(2 / 2**6)
+    assert 0 < util.delta_ci_low < 1 == util.delta_ci_high
     cross = t2.set_index("metric").loc["cross_episode_integration"]
     assert cross.pre_n == 4 and cross.delta == 0
+    assert cross.delta_ci_low < 0 < cross.delta_ci_high and cross.delta_p == 1.0
     assert tables.table2(results, condition="vanilla").empty
 
 
@@ -112,7 +124,12 @@ def test_ltm_scores_sum_of_type_means(results):
     assert by_type.loc["colours", "score"] == 0.5 and by_type.loc["shopping", "score"] == 0.5
     total = by_type.loc["total"]
     assert total.score == 1.0 and total.max_score == 2 and total.n == 4
-    assert total.ci_low < total.score < total.ci_high
+    assert total.ci_low < total.score < total.ci_high <= total.max_score
+    expected = stats.sum_of_means_ci([[0.0, 1.0], [1.0, 0.0]])
+    assert (total.ci_low, total.ci_high) == pytest.approx((expected.low, expected.high))
+    colours = by_type.loc["colours"]
+    assert (colours.ci_low, colours.ci_high) == pytest.approx(
+        (stats.proportion_ci(1, 2).low, stats.proportion_ci(1, 2).high))
 
 
 def test_persona_by_type_and_costs(results):
@@ -125,6 +142,7 @@ def test_persona_by_type_and_costs(results):
     row = cost[(cost.suite == "persona") & (cost.condition == "sleep")].iloc[0]
     assert row.answers == 2 * (3 + 3 + 6) and row.llm_calls_paid == 2 * (12 + 1)
     assert row.prompt_tokens_memory > 0 and row.prompt_tokens_ci_low <= row.prompt_tokens
+    assert row.prompt_tokens_ci_high > row.prompt_tokens_ci_low  # tokens vary per answer
     assert cost.set_index(["suite", "condition"]).loc[("persona", "vanilla"),
                                                        "prompt_tokens_memory"] == 0
 

@@ -2,8 +2,9 @@
 
 Every metric is a function ``(turns, phase, embedder=None) -> {question index: outcome}``: one
 0/1 outcome per question it applies to (questions it does not apply to are absent). Outcomes of
-several runs are pooled and summarised by ``summarise`` into a ``MetricValue`` (value, n, 95% CI;
-Wilson for proportions), and ``delta`` pairs the same probes before and after sleep.
+several runs are pooled and summarised by ``summarise`` into a ``MetricValue`` (value, n, 95% CI
+from ``memlab.stats``: Wilson for proportions), and ``delta`` pairs the same probes before and
+after sleep (exact McNemar, Newcombe's interval).
 
 What the metrics read from a question's record (the runner copies the suite event in):
     options / answer_index: a multiple-choice question; ``choice`` (log-probability pick) wins
@@ -28,8 +29,8 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
-from scipy import stats
 
+from memlab import stats
 from memlab.llm.options import parse_final_answer, parse_letter
 
 Turn = dict[str, Any]
@@ -44,7 +45,8 @@ like likes liked dislike dislikes i me my we our it its of to in on at by as be 
 
 
 class MetricValue(BaseModel):
-    """One table cell: the value, how many outcomes it rests on, and its 95% CI."""
+    """One table cell: the value, how many outcomes it rests on, and its 95% CI (a paired
+    difference also its p-value)."""
 
     metric: str
     value: float | None
@@ -52,52 +54,44 @@ class MetricValue(BaseModel):
     ci_low: float | None
     ci_high: float | None
     phase: str | None = None
+    p_value: float | None = None
 
 
 # ----------------------------------------------------------------------------- statistics
-def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float | None, float | None]:
-    """Wilson score interval of a proportion (None, None when n is 0)."""
-    if n == 0:
-        return None, None
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+KINDS = ("proportion", "score", "mean")
 
 
-def mean_ci(values: Iterable[float], level: float = 0.95,
-            bounds: tuple[float, float] | None = None) -> tuple[float | None, float | None]:
-    """Student-t interval of a mean (the point itself when n is 1 or the spread is 0), clipped
-    to ``bounds`` when the values cannot leave them (scores in [0, 1])."""
-    arr = np.asarray(list(values), dtype=float)
-    if arr.size == 0:
-        return None, None
-    mean = float(arr.mean())
-    if arr.size == 1 or float(arr.std(ddof=1)) == 0.0:
-        return mean, mean
-    half = float(stats.t.ppf((1 + level) / 2, arr.size - 1) * arr.std(ddof=1) / math.sqrt(arr.size))
-    if bounds is None:
-        return mean - half, mean + half
-    return max(bounds[0], mean - half), min(bounds[1], mean + half)
+def _cell(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def summarise(metric: str, outcomes: Iterable[float], *, phase: str | None = None,
-              proportion: bool = True, bounds: tuple[float, float] | None = None) -> MetricValue:
-    """Pool outcomes into a cell: mean, n, Wilson (proportion) or t (mean, clipped to
-    ``bounds``) 95% CI."""
+              kind: str = "proportion") -> MetricValue:
+    """Pool outcomes into a cell: mean, n and 95% CI (``memlab.stats``).
+
+    ``kind`` says what the values are: ``"proportion"`` (0/1 outcomes, Wilson), ``"score"``
+    (scores in [0, 1]: Wilson when all are 0/1, else t clipped to [0, 1]) or ``"mean"``
+    (unbounded, t). Cells without outcomes hold None.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}: one of {', '.join(KINDS)}")
     values = [float(v) for v in outcomes]
-    n = len(values)
-    value = sum(values) / n if n else None
-    low, high = wilson(sum(values), n) if proportion else mean_ci(values, bounds=bounds)
-    return MetricValue(metric=metric, value=value, n=n, ci_low=low, ci_high=high, phase=phase)
+    interval = {"proportion": stats.proportion, "score": stats.score_ci,
+                "mean": stats.mean_ci}[kind](values)
+    return MetricValue(metric=metric, value=_cell(interval.estimate), n=interval.n,
+                       ci_low=_cell(interval.low), ci_high=_cell(interval.high), phase=phase)
 
 
 def delta(metric: str, pre: dict[Any, float], post: dict[Any, float]) -> MetricValue:
-    """post - pre over the probes present in both (paired; t interval of the differences)."""
+    """post - pre over the probes present in both (paired): exact McNemar with Newcombe's
+    interval for 0/1 outcomes, else the paired bootstrap; ``p_value`` tests "no change"."""
     keys = sorted(set(pre) & set(post), key=str)
-    diffs = [post[k] - pre[k] for k in keys]
-    return summarise(metric, diffs, phase="delta", proportion=False)
+    first, second = [pre[k] for k in keys], [post[k] for k in keys]
+    binary = all(v in (0.0, 1.0) for v in first + second)
+    test = (stats.mcnemar if binary else stats.paired_bootstrap)(first, second)
+    return MetricValue(metric=metric, value=_cell(test.estimate), n=test.n,
+                       ci_low=_cell(test.low), ci_high=_cell(test.high), phase="delta",
+                       p_value=_cell(test.p_value))
 
 
 # ----------------------------------------------------------------------------- answer reading

@@ -2,7 +2,8 @@
 
 Every function takes the results folder (parent of ``<run_id>/`` folders; complete runs only)
 and pools the runs of one suite and condition (all sizes and seeds). Every cell comes with its
-count ``n`` and 95% CI (``*_ci_low``/``*_ci_high``): Wilson for proportions, Student-t for means;
+count ``n`` and 95% CI (``*_ci_low``/``*_ci_high``, from ``memlab.stats``): Wilson for
+proportions, Student-t for means, exact McNemar with Newcombe's interval for paired differences;
 missing cells are NaN. ``export`` writes the seed's files (``results_<ts>.json``,
 ``table1_<ts>.csv``, ``table2_<ts>.csv``) plus markdown and LaTeX versions.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from memlab import stats
 from memlab.bench import metrics
 from memlab.bench.runlog import read_jsonl
 from memlab.errors import ConfigError
@@ -81,7 +83,8 @@ def table1(results_dir: str | Path, *, embedder: Any = None) -> pd.DataFrame:
     ``<m>_ci_high`` (proportions, Wilson CI; definitions in ``memlab.bench.metrics``); then the
     cost per answer: prompt_tokens, completion_tokens, latency_s (means over answered turns).
     For a suite without multiple-choice questions (LTM), long_horizon_qa is the mean test score
-    fraction from scores.jsonl (t interval).
+    fraction from scores.jsonl (``stats.score_ci``: Wilson when every score is 0 or 1, else a t
+    interval clipped to [0, 1]).
     """
     rows = []
     for (suite, condition), runs in sorted(_groups(load_runs(results_dir)).items()):
@@ -92,8 +95,7 @@ def table1(results_dir: str | Path, *, embedder: Any = None) -> pd.DataFrame:
             if name == "long_horizon_qa" and not outcomes:
                 fractions = [s["score"] / s["max_score"] for r in runs for s in r.scores
                              if s.get("phase") == "main"]
-                value = metrics.summarise(name, fractions, phase="main", proportion=False,
-                                          bounds=(0.0, 1.0))
+                value = metrics.summarise(name, fractions, phase="main", kind="score")
             row.update(_cell(name, value))
         answers = _answers(runs)
         for column in ("prompt_tokens", "completion_tokens", "latency_s"):
@@ -110,9 +112,9 @@ def table2(results_dir: str | Path, *, embedder: Any = None,
     """Table 2 (cognitive probes): one row per suite and probe metric, for ``condition``.
 
     Columns: suite, metric, then ``pre``, ``post`` and ``delta`` each with ``_n``, ``_ci_low``,
-    ``_ci_high``. pre/post are proportions over the probes asked before/after the forced sleep
-    cycle (Wilson CI); delta is the mean paired difference post - pre over the same probes
-    (t interval). Metrics: delayed_recall, cue_based_recall, cross_episode_integration,
+    ``_ci_high``, and ``delta_p``. pre/post are proportions over the probes asked before/after
+    the forced sleep cycle (Wilson CI); delta is the paired difference post - pre over the same
+    probes (Newcombe's interval) and delta_p its exact McNemar p-value. Metrics: delayed_recall, cue_based_recall, cross_episode_integration,
     schema_utilisation, schema_generalisation (see ``memlab.bench.metrics``).
     """
     rows = []
@@ -126,7 +128,8 @@ def table2(results_dir: str | Path, *, embedder: Any = None,
             row = {"suite": suite, "condition": cond, "metric": name}
             row.update(_cell("pre", metrics.summarise(name, pre.values())))
             row.update(_cell("post", metrics.summarise(name, post.values())))
-            row.update(_cell("delta", metrics.delta(name, pre, post)))
+            change = metrics.delta(name, pre, post)
+            row.update(_cell("delta", change) | {"delta_p": change.p_value})
             rows.append(row)
     return pd.DataFrame(rows, columns=_table2_columns())
 
@@ -135,7 +138,7 @@ def _table2_columns() -> list[str]:
     cols = ["suite", "condition", "metric"]
     for p in ("pre", "post", "delta"):
         cols += [p, f"{p}_n", f"{p}_ci_low", f"{p}_ci_high"]
-    return cols
+    return cols + ["delta_p"]
 
 
 def ltm_scores(results_dir: str | Path, *, suite: str = "ltm",
@@ -143,9 +146,9 @@ def ltm_scores(results_dir: str | Path, *, suite: str = "ltm",
     """The LTM score table: per condition, each test type's mean score and the total.
 
     Columns: condition, test_type ("total" for the suite score), score, n, ci_low, ci_high,
-    max_score. A type's score is the mean score fraction of its tests (t interval); the total
-    is the sum over types of those means, out of the number of types (its CI adds the types'
-    standard errors in quadrature).
+    max_score. A type's score is the mean score fraction of its tests (``stats.score_ci``); the
+    total is the sum over types of those means, out of the number of types
+    (``stats.sum_of_means_ci``: the types' standard errors added in quadrature).
     """
     rows = []
     for (name, condition), runs in sorted(_groups(load_runs(results_dir)).items()):
@@ -155,20 +158,16 @@ def ltm_scores(results_dir: str | Path, *, suite: str = "ltm",
         if frame.empty:
             continue
         frame["fraction"] = frame["score"] / frame["max_score"]
-        total, var = 0.0, 0.0
-        for test_type, group in sorted(frame.groupby("test_type")):
-            cell = metrics.summarise(test_type, group["fraction"], proportion=False,
-                                     bounds=(0.0, 1.0))
+        groups = sorted(frame.groupby("test_type"))
+        for test_type, group in groups:
+            cell = metrics.summarise(test_type, group["fraction"], kind="score")
             rows.append({"condition": condition, "test_type": test_type, "score": cell.value,
                          "n": cell.n, "ci_low": cell.ci_low, "ci_high": cell.ci_high,
                          "max_score": 1.0})
-            total += cell.value or 0.0
-            var += ((cell.ci_high - cell.value) / 1.96) ** 2 if cell.n > 1 else 0.0
-        types = frame["test_type"].nunique()
-        half = 1.96 * math.sqrt(var)
-        rows.append({"condition": condition, "test_type": "total", "score": total,
-                     "n": len(frame), "ci_low": total - half, "ci_high": total + half,
-                     "max_score": float(types)})
+        total = stats.sum_of_means_ci(group["fraction"] for _, group in groups)
+        rows.append({"condition": condition, "test_type": "total", "score": total.estimate,
+                     "n": total.n, "ci_low": total.low, "ci_high": total.high,
+                     "max_score": float(len(groups))})
     return pd.DataFrame(rows, columns=["condition", "test_type", "score", "n", "ci_low",
                                        "ci_high", "max_score"])
 
@@ -225,9 +224,9 @@ def costs(results_dir: str | Path) -> pd.DataFrame:
                                    "llm_calls_paid", 0) for r in runs)}
         for column in ("prompt_tokens", "prompt_tokens_memory", "completion_tokens",
                        "latency_s", "llm_latency_s", "memory_latency_s"):
-            low, high = metrics.mean_ci(frame[column].astype(float))
+            cell = stats.mean_ci(frame[column].astype(float))
             row.update({column: frame[column].mean() if len(frame) else math.nan,
-                        f"{column}_ci_low": low, f"{column}_ci_high": high})
+                        f"{column}_ci_low": cell.low, f"{column}_ci_high": cell.high})
         row["cached_share"] = frame["cached"].astype(float).mean() if len(frame) else math.nan
         rows.append(row)
     return pd.DataFrame(rows)

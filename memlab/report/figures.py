@@ -90,21 +90,24 @@ def plot_accuracy_vs_tokens(frame: pd.DataFrame) -> plt.Figure:
     palette = colours()
     for ax, suite in zip(axes, suites, strict=True):
         rows = frame[frame["suite"] == suite]
-        for _, row in rows.iterrows():
-            index = list(CONDITIONS).index(row["condition"]) if row["condition"] in CONDITIONS else 0
-            ax.errorbar(row["tokens"], row["accuracy"], xerr=row["tokens_ci"],
-                        yerr=row["accuracy_ci"], fmt=MARKERS[index], markersize=9, capsize=3,
-                        color=palette.get(row["condition"], "grey"))
+        for i in range(len(rows)):
+            row = rows.iloc[[i]]
+            condition = row["condition"].iloc[0]
+            index = list(CONDITIONS).index(condition) if condition in CONDITIONS else 0
+            ax.errorbar(row["tokens"], row["accuracy"], xerr=_bars(row, "tokens"),
+                        yerr=_bars(row, "accuracy"), fmt=MARKERS[index], markersize=9, capsize=3,
+                        color=palette.get(condition, "grey"))
         ax.set(title=SUITE_LABELS.get(suite, suite), xlabel="Prompt tokens per answer (tokens)",
                ylabel="Accuracy (%)", ylim=(-5, 105))
         ax.set_xlim(left=0)
     _legend(fig, frame["condition"].unique())
-    fig.suptitle("Accuracy against prompt cost (mean, 95% CI)")
+    fig.suptitle("Accuracy against prompt cost (estimate, 95% CI)")
     return fig
 
 
 def plot_ltm_vs_span(frame: pd.DataFrame) -> plt.Figure:
-    """LTM score vs memory span, one line per condition (95% CI over seeds)."""
+    """LTM score vs memory span, one line per condition (95% CI: the test types' standard errors
+    in quadrature, ``stats.sum_of_means_ci``)."""
     fig, ax = plt.subplots(figsize=(7, 4.6))
     if frame.empty:
         return _empty(fig, ax, "no LTM runs")
@@ -114,7 +117,8 @@ def plot_ltm_vs_span(frame: pd.DataFrame) -> plt.Figure:
         rows = rows.sort_values("span")
         # dodge: conditions side by side around each span, so equal scores stay visible
         dodge = 1 + 0.03 * (i - (len(groups) - 1) / 2)
-        ax.errorbar(rows["span"] * dodge, rows["score"], yerr=rows["score_ci"], label=label(condition),
+        ax.errorbar(rows["span"] * dodge, rows["score"], yerr=_bars(rows, "score"),
+                    label=label(condition),
                     color=palette.get(condition, "grey"), marker=MARKERS[
                         list(CONDITIONS).index(condition) if condition in CONDITIONS else i % 7],
                     capsize=3, linewidth=1.8, markersize=7)
@@ -142,6 +146,15 @@ def plot_persona_heatmap(matrix: pd.DataFrame) -> plt.Figure:
            title="Persona accuracy by question type (%)")
     ax.set_xticklabels(ax.get_xticklabels(), rotation=35, ha="right")
     return fig
+
+
+def _bars(rows: pd.DataFrame, prefix: str) -> np.ndarray:
+    """Asymmetric error-bar lengths (2 x n: below, above) from the interval ``prefix_low`` -
+    ``prefix_high`` around ``prefix`` (NaN: no bar is drawn)."""
+    value = rows[prefix].to_numpy(float)
+    below = value - rows[f"{prefix}_low"].to_numpy(float)
+    above = rows[f"{prefix}_high"].to_numpy(float) - value
+    return np.vstack([below, above]).clip(min=0)
 
 
 def _errors(pairs: pd.Series) -> np.ndarray:

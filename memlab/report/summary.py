@@ -1,65 +1,78 @@
-"""Aggregate tidy run frames into what each figure shows (means with 95% confidence intervals).
+"""Aggregate tidy run frames into what each figure shows (estimates with 95% confidence
+intervals from :mod:`memlab.stats`).
 
 Every function takes the frames of :mod:`memlab.report.data` and returns a small DataFrame with
-one row per plotted point, so a figure is a pure function of files on disk.
+one row per plotted point, so a figure is a pure function of files on disk. An interval comes as
+``<name>_low`` / ``<name>_high`` (asymmetric: a Wilson interval of 0/4 is 0-49%) with
+``<name>_n``; NaN where there is nothing to estimate.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
+from memlab import stats
 from memlab.bench.runner import cycle_seconds
 from memlab.report.data import answered, order_conditions
 
 PHASES = ("pre_sleep", "post_sleep")
 
 
-def mean_ci(values) -> tuple[float, float, int]:
-    """Mean, half-width of its 95% t-interval (0 for fewer than two values) and count."""
-    array = np.asarray(pd.Series(values).dropna(), dtype=float)
-    n = len(array)
-    if n == 0:
-        return math.nan, math.nan, 0
-    if n < 2 or np.allclose(array, array[0]):
-        return float(array.mean()), 0.0, n
-    half = stats.t.ppf(0.975, n - 1) * array.std(ddof=1) / math.sqrt(n)
-    return float(array.mean()), float(half), n
-
-
-def _by(frame: pd.DataFrame, keys: list[str], column: str, prefix: str) -> pd.DataFrame:
+def _by(frame: pd.DataFrame, keys: list[str], column: str, prefix: str,
+        interval: Callable[..., stats.Interval] = stats.mean_ci,
+        scale: float = 1.0) -> pd.DataFrame:
+    """Per group of ``keys``: ``interval`` of ``column`` (times ``scale``) as ``prefix``,
+    ``prefix_low``, ``prefix_high`` and ``prefix_n``."""
+    names = [prefix, f"{prefix}_low", f"{prefix}_high", f"{prefix}_n"]
     rows = []
     for key, group in frame.groupby(keys, observed=True):
-        mean, half, n = mean_ci(group[column])
-        rows.append(dict(zip(keys, key, strict=True)) | {prefix: mean, f"{prefix}_ci": half,
-                                                         f"{prefix}_n": n})
-    return pd.DataFrame(rows, columns=keys + [prefix, f"{prefix}_ci", f"{prefix}_n"])
+        cell = interval(group[column]).scaled(scale)
+        rows.append(dict(zip(keys, key, strict=True))
+                    | dict(zip(names, (cell.estimate, cell.low, cell.high, cell.n), strict=True)))
+    return pd.DataFrame(rows, columns=keys + names)
+
+
+def scores_by_type(scores: pd.DataFrame, phase: str = "main") -> pd.DataFrame:
+    """Per test type: number of tests, mean score (%) and its 95% CI as ``low-high``
+    (``stats.score_ci``)."""
+    columns = ["test_type", "n", "score (%)", "95% CI"]
+    rows = scores[scores["phase"] == phase] if len(scores) else scores
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    out = _by(rows, ["test_type"], "fraction", "score", stats.score_ci, scale=100)
+    return pd.DataFrame({"test_type": out["test_type"], "n": out["score_n"],
+                         "score (%)": out["score"].round(1),
+                         "95% CI": [stats.interval_text(low, high) for low, high in
+                                    zip(out["score_low"], out["score_high"], strict=True)]})
 
 
 def accuracy_tokens(scores: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
-    """Per suite and condition: accuracy (mean test fraction, %) and prompt tokens per answer."""
-    main = scores[scores["phase"] == "main"].assign(pct=lambda f: 100 * f["fraction"])
-    accuracy = _by(main, ["suite", "condition"], "pct", "accuracy")
+    """Per suite and condition: accuracy (mean test fraction, %; ``stats.score_ci``, so Wilson
+    when every test scores 0 or 1) and prompt tokens per answer (t interval)."""
+    main = scores[scores["phase"] == "main"]
+    accuracy = _by(main, ["suite", "condition"], "fraction", "accuracy", stats.score_ci, 100)
     tokens = _by(answered(turns), ["suite", "condition"], "prompt_tokens", "tokens")
     return order_conditions(accuracy.merge(tokens, on=["suite", "condition"], how="inner"))
 
 
 def ltm_by_span(scores: pd.DataFrame) -> pd.DataFrame:
-    """LTM score (sum over test types of the mean score) per condition and span, over seeds."""
+    """LTM score per condition and span: the sum over test types of the type's mean score, the
+    tests of every seed pooled (``stats.sum_of_means_ci``; ``score_n`` counts tests), out of
+    ``n_types``."""
+    columns = ["condition", "span", "score", "score_low", "score_high", "score_n", "n_types"]
     ltm = scores[(scores["suite"] == "ltm") & (scores["phase"] == "main")]
     if ltm.empty:
-        return pd.DataFrame(columns=["condition", "span", "score", "score_ci", "score_n",
-                                     "n_types"])
-    per_type = ltm.groupby(["condition", "span", "seed", "test_type"], observed=True)[
-        "fraction"].mean().reset_index()
-    per_run = per_type.groupby(["condition", "span", "seed"], observed=True).agg(
-        score=("fraction", "sum"), n_types=("test_type", "nunique")).reset_index()
-    out = _by(per_run, ["condition", "span"], "score", "score")
-    n_types = per_run.groupby(["condition", "span"], observed=True)["n_types"].max()
-    out = out.merge(n_types.reset_index(), on=["condition", "span"])
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for (condition, span), group in ltm.groupby(["condition", "span"], observed=True):
+        types = [g["fraction"] for _, g in group.groupby("test_type")]
+        cell = stats.sum_of_means_ci(types)
+        rows.append(dict(zip(columns, (condition, span, cell.estimate, cell.low, cell.high,
+                                       cell.n, len(types)), strict=True)))
+    out = pd.DataFrame(rows, columns=columns)
     return order_conditions(out.sort_values(["condition", "span"]))
 
 
@@ -85,20 +98,27 @@ def table2_from_scores(scores: pd.DataFrame) -> pd.DataFrame:
     probes["probe"] = [
         (m or {}).get("probe", t) if isinstance(m, dict) else t
         for m, t in zip(meta, probes["test_type"], strict=True)]
-    probes["pct"] = 100 * probes["fraction"]
-    by = _by(probes, ["probe", "phase"], "pct", "acc")
+    by = _by(probes, ["probe", "phase"], "fraction", "acc", stats.score_ci, 100)
     rows = []
     for probe, group in by.groupby("probe"):
-        pre = group[group["phase"] == "pre_sleep"].squeeze(axis=0)
-        post = group[group["phase"] == "post_sleep"].squeeze(axis=0)
-        rows.append({"probe": probe, "pre": pre.get("acc"), "pre_ci": pre.get("acc_ci"),
-                     "post": post.get("acc"), "post_ci": post.get("acc_ci"),
-                     "n": int(group["acc_n"].max())})
+        row = {"probe": probe, "n": int(group["acc_n"].max())}
+        for phase, name in (("pre_sleep", "pre"), ("post_sleep", "post")):
+            cells = group[group["phase"] == phase]
+            acc, low, high = cells[["acc", "acc_low", "acc_high"]].iloc[0] if len(cells) else (
+                math.nan, math.nan, math.nan)
+            row |= {name: acc, f"{name}_err": _error_bar(acc, low, high)}
+        rows.append(row)
     out = pd.DataFrame(rows)
     out["delta"] = out["post"] - out["pre"]
-    for phase in ("pre", "post"):
-        out[f"{phase}_err"] = [(c, c) for c in out[f"{phase}_ci"].fillna(0)]
     return out[["probe", "pre", "post", "delta", "n", "pre_err", "post_err"]]
+
+
+def _error_bar(value, low, high, scale: float = 1.0) -> tuple[float, float]:
+    """(below, above) lengths of an error bar from an interval, times ``scale`` (0 where there
+    is no interval)."""
+    if pd.isna(value) or pd.isna(low) or pd.isna(high):
+        return 0.0, 0.0
+    return max(0.0, float(scale * (value - low))), max(0.0, float(scale * (high - value)))
 
 
 def table2_from_bench(frame: pd.DataFrame) -> pd.DataFrame:
@@ -117,9 +137,8 @@ def table2_from_bench(frame: pd.DataFrame) -> pd.DataFrame:
         "pre": 100 * frame["pre"], "post": 100 * frame["post"],
         "delta": 100 * frame["delta"], "n": frame["pre_n"]})
     for phase in ("pre", "post"):
-        low = (100 * (frame[phase] - frame[f"{phase}_ci_low"])).clip(lower=0).fillna(0)
-        high = (100 * (frame[f"{phase}_ci_high"] - frame[phase])).clip(lower=0).fillna(0)
-        out[f"{phase}_err"] = list(zip(low, high, strict=True))
+        out[f"{phase}_err"] = [_error_bar(*values, scale=100) for values in zip(
+            frame[phase], frame[f"{phase}_ci_low"], frame[f"{phase}_ci_high"], strict=True)]
     return out.reset_index(drop=True)
 
 
@@ -162,7 +181,8 @@ def background(turns: pd.DataFrame) -> pd.DataFrame:
 
 
 def overview(scores: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
-    """Per suite and condition: accuracy with CI, tokens and latency per answer (paper summary)."""
+    """Per suite and condition: accuracy with its interval (``accuracy_low``/``_high``, n),
+    prompt tokens with theirs, completion tokens and latency per answer (paper summary)."""
     acc = accuracy_tokens(scores, turns)
     costs = answered(turns).groupby(["suite", "condition"], observed=True).agg(
         completion_tokens=("completion_tokens", "mean"),

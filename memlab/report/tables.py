@@ -3,7 +3,7 @@
 The tables themselves come from :mod:`memlab.bench.tables` (Table 1, Table 2, the LTM score
 table, persona accuracy by question type, costs); this module adds the paper's overview table
 (accuracy with its 95% CI next to tokens and latency per answer) and writes every one of them in
-three formats.
+three formats. An interval is shown as ``low-high`` next to its n (``memlab.stats``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from memlab import stats
 from memlab.errors import ConfigError
 from memlab.report import data, summary
 
@@ -31,11 +32,22 @@ def bench_table(name: str) -> Callable[[Path], pd.DataFrame] | None:
 
 
 def overview(results_dir: str | Path) -> pd.DataFrame:
-    """Per suite and condition: accuracy (%), 95% CI, n, tokens and latency per answer."""
+    """Per suite and condition: ``accuracy (%)``, its ``95% CI`` (``low-high``; Wilson when every
+    test scores 0 or 1) and ``n`` tests; ``tokens`` (prompt tokens per answer), ``tokens 95% CI``
+    (t) and ``answers``; then completion tokens, latency and background work per answer."""
     scores, turns = data.scores_frame(results_dir), data.turns_frame(results_dir)
     if scores.empty:
         raise ConfigError(f"results_dir {str(results_dir)!r}: no complete run with scores")
-    return summary.overview(scores, turns).round(3)
+    frame = summary.overview(scores, turns)
+    shown = {"accuracy": ("accuracy (%)", "95% CI", "n"),
+             "tokens": ("tokens", "tokens 95% CI", "answers")}
+    for name, (value, interval, n) in shown.items():
+        frame[interval] = [stats.interval_text(low, high) for low, high in
+                           zip(frame[f"{name}_low"], frame[f"{name}_high"], strict=True)]
+        frame = frame.rename(columns={name: value, f"{name}_n": n}).drop(
+            columns=[f"{name}_low", f"{name}_high"])
+    first = ["suite", "condition"] + [c for columns in shown.values() for c in columns]
+    return frame[first + [c for c in frame.columns if c not in first]].round(3)
 
 
 def write_table(frame: pd.DataFrame, name: str, out_dir: str | Path) -> list[Path]:

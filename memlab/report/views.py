@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from memlab.bench.runlog import read_jsonl
 from memlab.errors import ConfigError
 from memlab.report import data, summary
 
@@ -20,8 +21,8 @@ def _run_frames(run_dir: str | Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     manifest = data.load_manifests(run_dir, complete_only=False)
     if not manifest:
         raise ConfigError(f"run_dir {str(run_dir)!r}: no manifest.json")
-    turns = pd.DataFrame(data.read_jsonl(run_dir / "turns.jsonl"))
-    scores = pd.DataFrame(data.read_jsonl(run_dir / "scores.jsonl"))
+    turns = pd.DataFrame(read_jsonl(run_dir / "turns.jsonl"))
+    scores = pd.DataFrame(read_jsonl(run_dir / "scores.jsonl"))
     if len(scores):
         scores["fraction"] = scores["score"] / scores["max_score"]
     return manifest[0], turns, scores
@@ -44,16 +45,9 @@ def run_summary(run_dir: str | Path) -> pd.Series:
 
 
 def scores_by_type(run_dir: str | Path, phase: str = "main") -> pd.DataFrame:
-    """Per test type: number of tests, mean score (%) and its 95% CI."""
+    """Per test type: number of tests, mean score (%) and its 95% CI (``low-high``)."""
     _, _, scores = _run_frames(run_dir)
-    if scores.empty:
-        return pd.DataFrame(columns=["test_type", "n", "score (%)", "95% CI"])
-    rows = []
-    for test_type, group in scores[scores["phase"] == phase].groupby("test_type"):
-        mean, half, n = summary.mean_ci(100 * group["fraction"])
-        rows.append({"test_type": test_type, "n": n, "score (%)": round(mean, 1),
-                     "95% CI": round(half, 1)})
-    return pd.DataFrame(rows)
+    return summary.scores_by_type(scores, phase)
 
 
 def transcripts(run_dir: str | Path, n: int = 3, phase: str = "main") -> pd.DataFrame:
