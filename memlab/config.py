@@ -39,8 +39,13 @@ class Settings(BaseSettings):
     llm_cache: bool = Field(True, description="serve repeated model calls from the cache")
     results_dir: Path = Path("results")
     require_services: bool = False
-    request_timeout_s: float = Field(60.0, gt=0)
+    request_timeout_s: float = Field(
+        60.0, gt=0, description="deadline of one attempt of a remote model call, in seconds")
     max_retries: int = Field(4, ge=0)
+    call_budget_s: float = Field(
+        180.0, gt=0, description="overall deadline of one model call across all its retries")
+    store_timeout_s: float = Field(
+        5.0, gt=0, description="deadline of one call to a store server (Redis, chroma)")
 
 
 def get_settings(**overrides) -> Settings:

@@ -30,6 +30,11 @@ class LLMTimeoutError(LLMError):
     """A model call did not answer within its timeout."""
 
 
+class CallBudgetExceededError(LLMTimeoutError):
+    """A model call did not succeed within its overall budget across retries (``call_budget_s``);
+    the message names the URL and the budget."""
+
+
 class LLMRateLimitError(LLMError):
     """The provider refused the call for rate or capacity (HTTP 429/503) after all retries."""
 

@@ -168,6 +168,20 @@ def test_lesson_from_session_one_appears_in_session_two_prompts(repo, tmp_path):
     assert all(LESSON_TEXT in prompt for prompt in script.step_prompts)
 
 
+def test_lessons_are_scoped_per_user(repo, tmp_path):
+    first = make_agent(repo, tmp_path, Script()).run(MISSION, user_id="alice")
+    assert [lesson.lesson for lesson in first.lessons_learned] == [LESSON_TEXT]
+    script = Script()
+    other = make_agent(repo, tmp_path, script).run(MISSION, user_id="bob")
+    assert not other.lessons_used
+    assert LESSON_TEXT not in "".join(script.planner_prompts + script.step_prompts)
+    assert not make_agent(repo, tmp_path, Script()).run(MISSION).lessons_used  # no user
+    again = make_agent(repo, tmp_path, Script()).run(MISSION, user_id="alice")
+    assert [lesson.lesson for lesson in again.lessons_used] == [LESSON_TEXT]
+    assert [x.lesson for x in repo.lessons_for(MISSION, user_id="bob")] == [LESSON_TEXT]
+    assert not repo.lessons_for(MISSION, user_id="carol")
+
+
 def test_cyclic_plan_is_re_asked_with_the_error(repo, tmp_path):
     script = Script(bad_plan_first=True)
     llm = FakeLLM([script])

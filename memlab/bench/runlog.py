@@ -1,8 +1,8 @@
 """The files of one run: append-only JSON-lines journals and the model-call journal.
 
 A run's turns and model calls are appended one JSON line at a time, flushed (and fsync'ed) before
-the next step starts, so a killed process leaves at most one partial last line, which
-``read_jsonl(..., repair=True)`` cuts off. ``CallJournal`` records every model call of a run and
+the next step starts, so a killed process leaves at most a torn tail (a partial last line, or
+NUL bytes after a power loss), which ``read_jsonl(..., repair=True)`` cuts off with a warning. ``CallJournal`` records every model call of a run and
 plays the recorded answers back, in place of the model, when a resumed run replays its prefix:
 no model call is paid twice.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import platform
 import subprocess
@@ -20,34 +21,78 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from memlab.errors import ConfigError
 from memlab.llm.base import Completion, Message
+
+log = logging.getLogger(__name__)
 
 
 def read_jsonl(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
-    """Every complete JSON line of ``path`` ([] when it does not exist).
+    """Every record (one JSON object a line) of ``path`` ([] when it does not exist).
 
-    Args:
-        repair: cut the file after its last complete line (a process killed mid-write leaves a
-            partial last line); without it a partial line is only skipped.
+    A torn tail (a process killed mid-write, or a power loss that leaves NUL bytes: partial
+    JSON, invalid UTF-8, a line that is not an object, a last line without its newline) is left
+    out; with ``repair`` the file is cut after its last valid record and a warning names the
+    file and the byte offset.
+
+    Raises:
+        ConfigError: a bad line is followed by valid records (not a torn tail): the message
+            names the file and the line; nothing is changed.
     """
     path = Path(path)
     if not path.exists():
         return []
     data = path.read_bytes()
-    records: list[dict[str, Any]] = []
-    good = 0
-    for line in data.splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-        good += len(line)
+    records, good = _parse_records(path, data)
     if repair and good < len(data):
+        log.warning("%s: torn tail of %d bytes cut at byte offset %d (after record %d)",
+                    path, len(data) - good, good, len(records))
         with path.open("r+b") as fh:
             fh.truncate(good)
+            fh.flush()
+            os.fsync(fh.fileno())
     return records
+
+
+def _parse_records(path: Path, data: bytes) -> tuple[list[dict[str, Any]], int]:
+    """The records of ``data`` and the byte offset where its valid prefix ends."""
+    records: list[dict[str, Any]] = []
+    good, bad, position = 0, None, 0
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        start, position = position, position + len(line) + 1
+        if start >= len(data):
+            break  # the empty piece after the final newline
+        complete = position <= len(data)
+        record, problem = _parse_line(line) if complete else (None, "no newline at its end")
+        if record is None and problem is None:
+            continue  # a blank line
+        if problem is not None:
+            bad = bad or (number, start, problem)
+            continue
+        if bad is not None:
+            raise ConfigError(
+                f"{path}: line {bad[0]} (byte offset {bad[1]}) {bad[2]}, and valid records "
+                f"follow it: this is not a torn tail; fix or remove line {bad[0]}")
+        records.append(record)
+        good = position
+    return records, good
+
+
+def _parse_line(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """(record, None), (None, None) for a blank line, or (None, what is wrong)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"is not UTF-8 ({exc.reason} at byte {exc.start})"
+    if not text.strip():
+        return None, None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"is not JSON ({exc.msg})"
+    if not isinstance(record, dict):
+        return None, f"is not a JSON object (a {type(record).__name__})"
+    return record, None
 
 
 class JsonlWriter:
@@ -145,6 +190,8 @@ class CallJournal:
         self.path = Path(path)
         self.inner = inner
         entries = read_jsonl(self.path, repair=True)
+        for number, entry in enumerate(entries, start=1):
+            _check_entry(self.path, number, entry)
         self._by_key: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
         self._by_slot: dict[tuple[str, int], dict[str, Any]] = {}
         for entry in entries:
@@ -223,3 +270,11 @@ class CallJournal:
 
     def close(self) -> None:
         self._writer.close()
+
+
+def _check_entry(path: Path, number: int, entry: dict[str, Any]) -> None:
+    """A journal entry has an int ``n``, a str ``key`` and a completion or scores."""
+    if not (isinstance(entry.get("n"), int) and isinstance(entry.get("key"), str)
+            and isinstance(entry.get("completion", entry.get("scores")), dict | list)):
+        raise ConfigError(f"{path}: record {number} is not a model-call entry (needs n, key and "
+                          f"completion or scores; has {sorted(entry)[:8]})")

@@ -8,6 +8,7 @@ from memlab.config import Settings, get_settings
 from memlab.errors import LLMAuthError, LLMError, MissingDependencyError
 from memlab.llm.base import Completion, LLMClient, Message
 from memlab.llm.remote import (
+    Deadline,
     RetryPolicy,
     api_key_from_env,
     approx_token_count,
@@ -18,6 +19,7 @@ from memlab.llm.remote import (
 
 KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 DEFAULT_MODEL = "gemini-2.5-flash"
+DEFAULT_URL = "https://generativelanguage.googleapis.com"
 
 
 def _genai():
@@ -40,6 +42,7 @@ class GeminiLLM(LLMClient):
             inside ``max_tokens``; None leaves the model's default.
         context_window: the model's window in tokens.
         timeout_s, max_retries: default from settings; retry_base_delay_s: first backoff.
+        call_budget_s: overall deadline of one call across its retries (default from settings).
 
     Raises:
         LLMAuthError: neither GEMINI_API_KEY nor GOOGLE_API_KEY is set.
@@ -50,7 +53,8 @@ class GeminiLLM(LLMClient):
     def __init__(self, model: str | None = None, *, base_url: str | None = None,
                  thinking_budget: int | None = 0, context_window: int = 1_048_576,
                  timeout_s: float | None = None, max_retries: int | None = None,
-                 retry_base_delay_s: float = 0.5, settings: Settings | None = None, **_: Any):
+                 retry_base_delay_s: float = 0.5, call_budget_s: float | None = None,
+                 settings: Settings | None = None, **_: Any):
         super().__init__()
         settings = settings or get_settings()
         key = api_key_from_env(*KEY_VARS)
@@ -62,6 +66,8 @@ class GeminiLLM(LLMClient):
         self.context_window = context_window
         self.thinking_budget = thinking_budget
         self.timeout_s = timeout_s or settings.request_timeout_s
+        self.call_budget_s = call_budget_s or settings.call_budget_s
+        self.where = f"gemini {self.model} at {base_url or DEFAULT_URL}"
         self.policy = RetryPolicy(
             max_retries=settings.max_retries if max_retries is None else max_retries,
             base_delay_s=retry_base_delay_s)
@@ -98,16 +104,22 @@ class GeminiLLM(LLMClient):
 
     def _classify(self, exc: Exception) -> LLMError:
         if isinstance(exc, self._errors.APIError):
-            return error_for_status(exc.code or 0, str(exc.message or exc), f"gemini {self.model}")
-        return transport_error(exc, f"gemini {self.model}", self.timeout_s)
+            return error_for_status(exc.code or 0, str(exc.message or exc), self.where)
+        return transport_error(exc, self.where, self.timeout_s)
 
     def _complete(self, messages: list[Message], **params: Any) -> Completion:
         system, contents = self._contents(messages)
         config = self._config(system, **params)
-        response = call_with_retries(
-            lambda: self._client.models.generate_content(
-                model=self.model, contents=contents, config=config),
-            self._classify, self.policy)
+        deadline = Deadline(self.call_budget_s, self.where)
+
+        def call() -> Any:
+            timeout_ms = max(1, int(deadline.cap(self.timeout_s) * 1000))
+            attempt = config.model_copy(update={
+                "http_options": self._types.HttpOptions(timeout=timeout_ms)})
+            return self._client.models.generate_content(
+                model=self.model, contents=contents, config=attempt)
+
+        response = call_with_retries(call, self._classify, self.policy, deadline=deadline)
         text = response.text or ""
         usage = response.usage_metadata
         prompt_tokens = getattr(usage, "prompt_token_count", None)

@@ -10,6 +10,7 @@ from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, LLMError
 from memlab.llm.base import Completion, LLMClient, Message
 from memlab.llm.remote import (
+    Deadline,
     RetryPolicy,
     api_key_from_env,
     approx_token_count,
@@ -38,6 +39,8 @@ class OpenAICompatLLM(LLMClient):
         logprobs: the server returns ``top_logprobs``; enables ``score_options`` (scored by
             each option's first token).
         timeout_s, max_retries: default from settings; retry_base_delay_s: first backoff.
+        call_budget_s: overall deadline of one call across its retries (default from settings);
+            past it :class:`CallBudgetExceededError` names the URL and the budget.
 
     The optional API key is read from MEMLAB_OPENAI_API_KEY or OPENAI_API_KEY at call time.
     """
@@ -47,7 +50,8 @@ class OpenAICompatLLM(LLMClient):
     def __init__(self, model: str | None = None, base_url: str | None = None, *,
                  context_window: int = 8192, logprobs: bool = False,
                  timeout_s: float | None = None, max_retries: int | None = None,
-                 retry_base_delay_s: float = 0.5, settings: Settings | None = None, **_: Any):
+                 retry_base_delay_s: float = 0.5, call_budget_s: float | None = None,
+                 settings: Settings | None = None, **_: Any):
         super().__init__()
         settings = settings or get_settings()
         base_url = base_url or settings.openai_base_url
@@ -61,6 +65,7 @@ class OpenAICompatLLM(LLMClient):
         self.context_window = context_window
         self.supports_logprobs = logprobs
         self.timeout_s = timeout_s or settings.request_timeout_s
+        self.call_budget_s = call_budget_s or settings.call_budget_s
         self.policy = RetryPolicy(
             max_retries=settings.max_retries if max_retries is None else max_retries,
             base_delay_s=retry_base_delay_s)
@@ -71,8 +76,11 @@ class OpenAICompatLLM(LLMClient):
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        deadline = Deadline(self.call_budget_s, f"openai {self.url}")
+
         def call() -> dict[str, Any]:
-            response = self._http.post(self.url, json=body, headers=self._headers())
+            response = self._http.post(self.url, json=body, headers=self._headers(),
+                                       timeout=deadline.cap(self.timeout_s))
             if response.status_code >= 400:
                 error = error_for_status(response.status_code, response.text, f"openai {self.url}")
                 error.retry_after = _retry_after(response)  # type: ignore[attr-defined]
@@ -85,7 +93,7 @@ class OpenAICompatLLM(LLMClient):
 
         return call_with_retries(
             call, lambda exc: transport_error(exc, f"openai {self.url}", self.timeout_s),
-            self.policy)
+            self.policy, deadline=deadline)
 
     def _body(self, messages: list[Message], **params: Any) -> dict[str, Any]:
         body: dict[str, Any] = {

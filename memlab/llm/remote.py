@@ -1,4 +1,5 @@
-"""Plumbing shared by remote providers: retries with bounded backoff, error mapping, keys."""
+"""Plumbing shared by remote providers: retries with bounded backoff inside an overall deadline,
+error mapping, keys."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
-from memlab.errors import LLMAuthError, LLMError, LLMRateLimitError, LLMTimeoutError
+from memlab.errors import (
+    CallBudgetExceededError,
+    LLMAuthError,
+    LLMError,
+    LLMRateLimitError,
+    LLMTimeoutError,
+)
 
 T = TypeVar("T")
 
@@ -82,17 +89,47 @@ def approx_token_count(text: str) -> int:
     return math.ceil(len(text) / 4) if text else 0
 
 
+class Deadline:
+    """The overall budget of one model call across its attempts and backoff waits.
+
+    Args:
+        budget_s: seconds from now (``call_budget_s`` / MEMLAB_CALL_BUDGET_S).
+        where: the provider and URL, for the error message.
+    """
+
+    def __init__(self, budget_s: float, where: str, *,
+                 clock: Callable[[], float] = time.monotonic):
+        self.budget_s, self.where, self.clock = budget_s, where, clock
+        self.end = clock() + budget_s
+
+    def remaining(self) -> float:
+        return self.end - self.clock()
+
+    def cap(self, timeout_s: float) -> float:
+        """One attempt's timeout: ``timeout_s``, cut to what is left of the budget."""
+        return max(0.001, min(timeout_s, self.remaining()))
+
+    def exceeded(self, attempts: int, last: Exception | None) -> CallBudgetExceededError:
+        why = f"; last error: {last}" if last is not None else ""
+        return CallBudgetExceededError(
+            f"{self.where}: no answer within the call budget of {self.budget_s:g} s "
+            f"(call_budget_s, MEMLAB_CALL_BUDGET_S) after {attempts} attempt(s){why}")
+
+
 def call_with_retries(call: Callable[[], T], classify: Callable[[Exception], LLMError],
-                      policy: RetryPolicy, *, sleep: Callable[[float], None] = time.sleep) -> T:
+                      policy: RetryPolicy, *, deadline: Deadline | None = None,
+                      sleep: Callable[[float], None] = time.sleep) -> T:
     """Run ``call``; on a retryable failure wait and try again, at most ``policy.max_retries``.
 
     Args:
-        call: the remote call.
+        call: the remote call (it should cap its own timeout with ``deadline.cap``).
         classify: turns any other exception of the call into a typed ``LLMError``; rate
             limits, timeouts and errors marked ``retryable`` are retried.
         policy: retry count and backoff.
+        deadline: the call's overall budget; no attempt starts, and no backoff is waited, past it.
 
     Raises:
+        CallBudgetExceededError: the budget ran out before an attempt succeeded.
         LLMError: the typed error of the last attempt (auth errors at once, without retry).
     """
     for attempt in range(policy.max_retries + 1):
@@ -102,9 +139,20 @@ def call_with_retries(call: Callable[[], T], classify: Callable[[Exception], LLM
             error = exc if isinstance(exc, LLMError) else classify(exc)
             error.attempts = attempt + 1  # type: ignore[attr-defined]
             if not is_retryable(error) or attempt == policy.max_retries:
-                if error is exc:
-                    raise
-                raise error from exc
+                _raise_last(error, exc, deadline)
             retry_after = min(getattr(error, "retry_after", 0.0) or 0.0, policy.max_delay_s)
-            sleep(max(policy.delay(attempt), retry_after))
+            wait = max(policy.delay(attempt), retry_after)
+            if deadline is not None and wait >= deadline.remaining():
+                raise deadline.exceeded(attempt + 1, error) from exc
+            sleep(wait)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _raise_last(error: LLMError, exc: Exception, deadline: Deadline | None) -> None:
+    """Raise the last attempt's error (as the budget's error when a timeout used it up)."""
+    attempts = getattr(error, "attempts", 1)
+    if deadline is not None and isinstance(error, LLMTimeoutError) and deadline.remaining() <= 0:
+        raise deadline.exceeded(attempts, error) from exc
+    if error is exc:
+        raise error
+    raise error from exc

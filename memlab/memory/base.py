@@ -30,7 +30,14 @@ class Scope(BaseModel):
 
     @property
     def key(self) -> str:
-        return f"{self.agent_id}:{self.user_id}"
+        """``agent:user`` with ``%`` and ``:`` escaped in each part, so that distinct
+        (agent_id, user_id) pairs never share a key (``a`` + ``b:c`` vs ``a:b`` + ``c``)."""
+        return f"{_escape_part(self.agent_id)}:{_escape_part(self.user_id)}"
+
+
+def _escape_part(text: str) -> str:
+    """Percent-escape ``%`` and ``:`` (ids without them keep their stored keys)."""
+    return text.replace("%", "%25").replace(":", "%3A")
 
 
 class Exchange(BaseModel):

@@ -2,8 +2,10 @@
 
 Both give the same semantics: string values, atomic read-modify-write (``update``) and atomic
 append. Redis uses WATCH/MULTI with retries for ``update`` and a Lua script for ``append``;
-every Redis call has socket timeouts, so a dead server raises :class:`StoreUnavailableError`
-naming the URL instead of hanging, and the next call after a restart reconnects.
+every Redis call has connect and socket timeouts (``store_timeout_s``) and at most one quick
+reconnect, so a dead or silent server raises :class:`StoreUnavailableError` naming the URL and
+the deadline within about twice the timeout instead of hanging, and the next call after a
+restart reconnects.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from memlab.config import get_settings
 from memlab.errors import ConfigError, MissingDependencyError, StoreError, StoreUnavailableError
 from memlab.stores.base import KeyValueStore, Updater
 
@@ -78,28 +81,33 @@ class RedisKV(KeyValueStore):
 
     Args:
         url: ``redis://host:port/db`` (``MEMLAB_REDIS_URL``).
-        timeout_s: connect and socket timeout of every call.
+        timeout_s: connect and socket timeout of every call (default ``store_timeout_s``,
+            MEMLAB_STORE_TIMEOUT_S).
         max_retries: optimistic-lock retries of ``update`` before giving up.
         namespace: optional key prefix, so several runs can share one server.
     """
 
     def __init__(
-        self, url: str, *, timeout_s: float = 2.0, max_retries: int = 10_000, namespace: str = ""
+        self, url: str, *, timeout_s: float | None = None, max_retries: int = 10_000,
+        namespace: str = ""
     ):
         try:
             import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
         except ImportError:
             raise MissingDependencyError("RedisKV needs redis-py; run: pip install redis") from None
         self._redis = redis
         self.url = redact_url(url)
+        self.timeout_s = timeout_s or get_settings().store_timeout_s
         self.max_retries, self.namespace = max_retries, namespace
         try:
             self.client = redis.Redis.from_url(
                 url,
-                socket_timeout=timeout_s,
-                socket_connect_timeout=timeout_s,
+                socket_timeout=self.timeout_s,
+                socket_connect_timeout=self.timeout_s,
                 decode_responses=True,
-                retry_on_timeout=False,
+                retry=Retry(NoBackoff(), 1),  # one reconnect (a restarted server), no more
                 health_check_interval=30,
             )
         except ValueError as exc:
@@ -113,7 +121,11 @@ class RedisKV(KeyValueStore):
     def _errors(self) -> Iterator[None]:
         try:
             yield
-        except (self._redis.ConnectionError, self._redis.TimeoutError) as exc:
+        except self._redis.TimeoutError as exc:
+            raise StoreUnavailableError(
+                f"Redis at {self.url}: no answer within {self.timeout_s:g} s "
+                f"(store_timeout_s, MEMLAB_STORE_TIMEOUT_S): {exc}") from exc
+        except self._redis.ConnectionError as exc:
             raise StoreUnavailableError(f"Redis at {self.url} is unavailable: {exc}") from exc
         except self._redis.RedisError as exc:
             raise StoreError(f"Redis at {self.url}: {exc}") from exc

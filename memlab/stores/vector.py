@@ -4,6 +4,12 @@ Isolation: one collection per (namespace, scope), named from a hash of the scope
 document also carries its scope in metadata and hits from another scope are dropped. Embeddings
 are computed by memlab's embedder and passed to chroma precomputed, so chroma's own default
 embedder (which downloads a model) is never used. Telemetry is off.
+
+Deadlines: chromadb's HttpClient talks to its server with no timeout at all (its httpx session
+is built with ``timeout=None`` and no setting changes that), so a server that accepts and never
+answers would hang a run forever. :func:`make_client` first asks the server for a heartbeat
+within ``store_timeout_s`` (MEMLAB_STORE_TIMEOUT_S), then puts the same timeout on the client's
+session, so every later call fails with :class:`StoreUnavailableError` naming the URL.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import httpx
 import numpy as np
 
 from memlab.config import Settings, get_settings
@@ -62,26 +69,56 @@ def collection_name(namespace: str, scope: str) -> str:
     return f"{namespace}-{digest}"
 
 
-def make_client(*, path: str | Path | None = None, url: str | None = None):
-    """Return a chroma client: HttpClient for ``url``, else PersistentClient in ``path``."""
+def make_client(*, path: str | Path | None = None, url: str | None = None,
+                timeout_s: float | None = None):
+    """Return a chroma client: HttpClient for ``url``, else PersistentClient in ``path``.
+
+    Args:
+        timeout_s: deadline of every call to a server (default ``store_timeout_s``).
+    """
     if chromadb is None:
         raise MissingDependencyError("chromadb is not installed; run: pip install chromadb==1.5.9")
     settings = ChromaSettings(anonymized_telemetry=False)
     if url:
-        parsed = urlparse(url if "://" in url else f"http://{url}")
-        if not parsed.hostname:
-            raise ConfigError(f"chroma_url: {url!r} is not a URL like http://127.0.0.1:8000")
-        port = parsed.port or (443 if parsed.scheme == "https" else 8000)
-        try:
-            return chromadb.HttpClient(
-                host=parsed.hostname, port=port, ssl=parsed.scheme == "https", settings=settings
-            )
-        except Exception as exc:  # chroma raises ValueError/ConnectionError variants
-            raise StoreUnavailableError(f"chroma server at {url} unreachable: {exc}") from exc
+        return _http_client(url, timeout_s or get_settings().store_timeout_s, settings)
     if path is None:
         raise ConfigError("vector store: give a folder (path) or a server URL (MEMLAB_CHROMA_URL)")
     Path(path).mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(path), settings=settings)
+
+
+def _http_client(url: str, timeout_s: float, settings: Any):
+    """An HttpClient whose every request has ``timeout_s`` (see the module docstring)."""
+    parsed = urlparse(url if "://" in url else f"http://{url}")
+    if not parsed.hostname:
+        raise ConfigError(f"chroma_url: {url!r} is not a URL like http://127.0.0.1:8000")
+    port = parsed.port or (443 if parsed.scheme == "https" else 8000)
+    _heartbeat(f"{parsed.scheme or 'http'}://{parsed.hostname}:{port}", url, timeout_s)
+    try:
+        client = chromadb.HttpClient(
+            host=parsed.hostname, port=port, ssl=parsed.scheme == "https", settings=settings
+        )
+    except Exception as exc:  # chroma raises ValueError/ConnectionError variants
+        raise StoreUnavailableError(f"chroma server at {url} unreachable: {exc}") from exc
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if not isinstance(session, httpx.Client):
+        raise MissingDependencyError(
+            f"chromadb {chromadb.__version__}: cannot put a timeout on its HttpClient; "
+            "install the version memlab pins: pip install chromadb==1.5.9")
+    session.timeout = httpx.Timeout(timeout_s)
+    return client
+
+
+def _heartbeat(base: str, url: str, timeout_s: float) -> None:
+    """Any HTTP answer within ``timeout_s`` will do; silence or a refused connection will not."""
+    try:
+        httpx.get(f"{base}/api/v2/heartbeat", timeout=timeout_s)
+    except httpx.TimeoutException as exc:
+        raise StoreUnavailableError(
+            f"chroma server at {url}: no answer within {timeout_s:g} s "
+            "(store_timeout_s, MEMLAB_STORE_TIMEOUT_S)") from exc
+    except httpx.HTTPError as exc:
+        raise StoreUnavailableError(f"chroma server at {url} unreachable: {exc}") from exc
 
 
 class ChromaVectorStore(VectorStore):
@@ -94,6 +131,7 @@ class ChromaVectorStore(VectorStore):
         url: chroma server URL (``MEMLAB_CHROMA_URL``); switches to HttpClient.
         namespace: collection prefix (e.g. ``goodai_ltm_full_history``).
         client: an existing chroma client to share between scopes.
+        timeout_s: deadline of every call to a server (default ``store_timeout_s``).
     """
 
     def __init__(
@@ -105,12 +143,14 @@ class ChromaVectorStore(VectorStore):
         url: str | None = None,
         namespace: str = "memlab",
         client: Any = None,
+        timeout_s: float | None = None,
     ):
         if not scope or not scope.strip():
             raise ConfigError("scope: must be a non-empty user or agent id")
         self.scope, self.embedder, self.url = scope, embedder, url
         self.where_shown = url or str(path)
-        self.client = client if client is not None else make_client(path=path, url=url)
+        self.client = client if client is not None else make_client(
+            path=path, url=url, timeout_s=timeout_s)
         self.collection = self._call(
             self.client.get_or_create_collection,
             name=collection_name(namespace, scope),
@@ -136,6 +176,9 @@ class ChromaVectorStore(VectorStore):
             return fn(*args, **kwargs)
         except (ConfigError, StoreError):
             raise
+        except httpx.TimeoutException as exc:
+            raise StoreUnavailableError(f"chroma at {self.where_shown}: no answer in time "
+                                        f"(store_timeout_s): {exc!r}") from exc
         except Exception as exc:
             kind = type(exc).__name__
             if "connect" in kind.lower() or "connect" in str(exc).lower():

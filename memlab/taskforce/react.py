@@ -146,7 +146,8 @@ class _SessionRun:
         self.pending_question: str | None = None
         self.current: int | None = None
         self.error: str | None = None
-        self.lessons = self.repo.lessons_for(session.mission, tool_names=agent.toolbox.names())
+        self.lessons = self.repo.lessons_for(session.mission, user_id=session.user_id,
+                                             tool_names=agent.toolbox.names())
         self.learned: list[Lesson] = []
 
     # --- the session ---------------------------------------------------------------------------
@@ -298,7 +299,7 @@ class _SessionRun:
         except MemlabError as exc:  # the mission succeeded; a lesson we cannot parse is lost
             log.warning("no lessons from session %s: %s", self.session.session_id, exc)
         for lesson in self.learned:
-            self.repo.add_lesson(lesson)
+            self.repo.add_lesson(lesson, user_id=self.session.user_id)
 
     def fail(self, error: str) -> None:
         self.error = error

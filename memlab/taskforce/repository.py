@@ -1,14 +1,22 @@
 """Taskforce persistence: the agent's view of the SQL store (area 3's ``memlab.stores.sql``).
 
-No tables are defined here. This adds the agent's vocabulary on top of :class:`SqlStore`:
-starting and finishing sessions, committing the next State snapshot from a known base version
-(optimistic locking), recording ReAct steps, and finding lessons for a new mission.
+This adds the agent's vocabulary on top of :class:`SqlStore`: starting and finishing sessions,
+committing the next State snapshot from a known base version (optimistic locking), recording
+ReAct steps, and finding lessons for a new mission.
+
+Lessons are scoped per user: a lesson learned in one user's session is never shown to another
+user's session. The owner of each lesson is kept in one small table of its own,
+``lesson_owners`` (memory_id, user_id), written before the lesson, so a lesson never exists
+without its owner. Lessons without an owner row (stores written before the table existed) and
+sessions without a user share one anonymous scope.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy import Column, MetaData, String, Table, insert, select
 
 from memlab.config import Settings
 from memlab.models.taskforce import (
@@ -21,6 +29,18 @@ from memlab.models.taskforce import (
 )
 from memlab.stores.sql import SqlStore
 
+_ALL = 2**31 - 1  # search every lesson: the scope filter runs after the store's ranking
+ANONYMOUS = ""
+"""The owner recorded for lessons of sessions without a user."""
+
+_owners_metadata = MetaData()
+lesson_owners = Table(
+    "lesson_owners",
+    _owners_metadata,
+    Column("memory_id", String(64), primary_key=True),
+    Column("user_id", String(255), nullable=False, index=True),
+)
+
 
 class TaskforceRepository:
     """Sessions, versioned states, plans, execution history and lessons of the Taskforce agent.
@@ -31,6 +51,8 @@ class TaskforceRepository:
 
     def __init__(self, store: SqlStore):
         self.store = store
+        with self.store._tx() as conn:
+            _owners_metadata.create_all(conn)
 
     @classmethod
     def open(cls, workdir: str | Path, settings: Settings | None = None) -> TaskforceRepository:
@@ -82,22 +104,37 @@ class TaskforceRepository:
         return self.store.list_history(session_id)
 
     # lessons ----------------------------------------------------------------------------------
-    def add_lesson(self, lesson: Lesson) -> str:
+    def add_lesson(self, lesson: Lesson, *, user_id: str | None = None) -> str:
+        """Store a lesson owned by ``user_id`` (None: the anonymous scope)."""
+        with self.store._tx() as conn:
+            conn.execute(insert(lesson_owners).values(memory_id=lesson.memory_id,
+                                                      user_id=user_id or ANONYMOUS))
         return self.store.add_lesson(lesson)
 
-    def lessons_for(self, mission: str, *, tool_names: list[str] | None = None,
-                    k: int = 3, min_confidence: float = 0.3) -> list[Lesson]:
-        """Lessons whose context shares words with ``mission``, best first; then, to fill
-        ``k``, confident lessons about the session's tools."""
-        found = self.store.search_lessons(context=mission, k=k, min_confidence=min_confidence)
+    def lessons_for(self, mission: str, *, user_id: str | None = None,
+                    tool_names: list[str] | None = None, k: int = 3,
+                    min_confidence: float = 0.3) -> list[Lesson]:
+        """``user_id``'s lessons whose context shares words with ``mission``, best first; then,
+        to fill ``k``, their confident lessons about the session's tools."""
+        owned = self._owned_by(user_id)
+
+        def search(**query: str | None) -> list[Lesson]:
+            found = self.store.search_lessons(k=_ALL, min_confidence=min_confidence, **query)
+            return [lesson for lesson in found if owned(lesson.memory_id)][:k]
+
+        found = search(context=mission)
         for tool in tool_names or []:
-            if len(found) >= k:
-                break
-            for lesson in self.store.search_lessons(tool_name=tool, k=k,
-                                                    min_confidence=min_confidence):
-                if lesson.memory_id not in {f.memory_id for f in found} and len(found) < k:
-                    found.append(lesson)
-        return found
+            seen = {f.memory_id for f in found}
+            found += [item for item in search(tool_name=tool) if item.memory_id not in seen]
+        return found[:k]
+
+    def _owned_by(self, user_id: str | None):
+        """A predicate: is this lesson id in ``user_id``'s scope?"""
+        with self.store._tx() as conn:
+            rows = conn.execute(select(lesson_owners.c.memory_id, lesson_owners.c.user_id))
+            owners = {memory_id: owner for memory_id, owner in rows}
+        wanted = user_id or ANONYMOUS
+        return lambda memory_id: owners.get(memory_id, ANONYMOUS) == wanted
 
     def close(self) -> None:
         self.store.close()

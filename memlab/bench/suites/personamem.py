@@ -107,8 +107,11 @@ class PersonaMemSuite(PersonaSuiteBase):
         self.questions_csv, self.contexts_jsonl = Path(questions_csv), Path(contexts_jsonl)
         rows = _read_rows(self.questions_csv)
         self.context_id = shared_context_id or (rows[0]["shared_context_id"] if rows else None)
-        self.rows = [r for r in rows if r["shared_context_id"] == self.context_id][:limit]
+        numbered = [(i + 2, r) for i, r in enumerate(rows)
+                    if r["shared_context_id"] == self.context_id][:limit]
+        self.rows = [row for _, row in numbered]
         messages = _read_context(self.contexts_jsonl, self.context_id)
+        _check_rows(self.questions_csv, numbered, len(messages))
         self.persona = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
         self._events = _build_events(messages, self.rows, self.questions_csv)
 
@@ -126,10 +129,37 @@ def _read_rows(path: Path) -> list[dict[str, str]]:
     with path.open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     for i, row in enumerate(rows):
-        for field in ("shared_context_id", "end_index_in_shared_context", "all_options", "correct_answer"):
+        for field in ("question_id", "shared_context_id", "end_index_in_shared_context",
+                      "all_options", "correct_answer"):
             if not row.get(field):
                 raise ConfigError(f"{path}: row {i + 2}: field '{field}' is missing or empty")
     return rows
+
+
+def _check_rows(path: Path, numbered: list[tuple[int, dict[str, str]]], n_messages: int) -> None:
+    """Every question is asked inside its context (end index 0..n_messages), and no question id
+    repeats: a row that cannot be placed is an error, never a question silently left out.
+
+    Raises:
+        ConfigError: naming the file, the row and the field.
+    """
+    field, seen = "end_index_in_shared_context", {}
+    for number, row in numbered:
+        raw = row[field]
+        try:
+            end = int(raw)
+        except ValueError:
+            raise ConfigError(f"{path}: row {number}: field '{field}' {raw!r} is not an "
+                              "integer") from None
+        if not 0 <= end <= n_messages:
+            raise ConfigError(
+                f"{path}: row {number}: field '{field}' {end} is outside shared context "
+                f"{row['shared_context_id']!r} ({n_messages} messages: 0..{n_messages})")
+        question_id = row["question_id"]
+        if question_id in seen:
+            raise ConfigError(f"{path}: row {number}: field 'question_id' {question_id!r} "
+                              f"repeats row {seen[question_id]}")
+        seen[question_id] = number
 
 
 def _read_context(path: Path, context_id: str | None) -> list[dict[str, Any]]:
@@ -138,7 +168,11 @@ def _read_context(path: Path, context_id: str | None) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as f:
         for line in f:
             if context_id and f'"{context_id}"' in line[:len(context_id) + 10]:
-                return json.loads(line)[context_id]
+                try:
+                    return json.loads(line)[context_id]
+                except (json.JSONDecodeError, KeyError) as exc:
+                    raise ConfigError(f"{path}: shared context {context_id!r} is not a JSON "
+                                      f"object of messages ({exc})") from None
     raise ConfigError(f"{path}: no shared context {context_id!r}")
 
 
