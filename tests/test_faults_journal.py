@@ -6,10 +6,9 @@ from __future__ import annotations
 import logging
 
 import pytest
-from test_runner import TinySuite, comparable, fake_reply, scripted_factory
+from test_runner import TinySuite, comparable, fake_reply, run, scripted_factory
 
 from memlab.bench.runlog import CallJournal, JsonlWriter, read_jsonl
-from memlab.bench.runner import run
 from memlab.llm.base import Completion, Message
 from memlab.llm.fake import FakeLLM
 
@@ -79,8 +78,8 @@ def test_writer_after_a_repaired_partial_line_starts_on_a_fresh_line(tmp_path):
 def test_resume_of_a_run_whose_journals_end_in_nul_bytes(tmp_path, caplog):
     suite = TinySuite()
     full = run(suite, "episodic", llm=FakeLLM([fake_reply]), results_dir=tmp_path / "a",
-               progress=False, agent_factory=scripted_factory, run_id="r")
-    part = tmp_path / "b" / "r"
+               progress=False, agent_factory=scripted_factory)
+    part = tmp_path / "b" / full.name
     part.mkdir(parents=True)
     turns = (full / "turns.jsonl").read_bytes().splitlines(keepends=True)
     calls = (full / "calls.jsonl").read_bytes().splitlines(keepends=True)
@@ -89,7 +88,7 @@ def test_resume_of_a_run_whose_journals_end_in_nul_bytes(tmp_path, caplog):
     llm = FakeLLM([fake_reply])
     with caplog.at_level(logging.WARNING, logger="memlab.bench.runlog"):
         run(suite, "episodic", llm=llm, results_dir=tmp_path / "b", progress=False,
-            agent_factory=scripted_factory, run_id="r")
+            agent_factory=scripted_factory)
     assert comparable(part / "turns.jsonl") == comparable(full / "turns.jsonl")
     assert [c["key"] for c in read_jsonl(part / "calls.jsonl")] == \
         [c["key"] for c in read_jsonl(full / "calls.jsonl")]

@@ -56,7 +56,7 @@ class ScoringLLM(FakeLLM):
 def test_get_llm_unknown_name_lists_known(tmp_path) -> None:
     with pytest.raises(UnknownBackendError) as info:
         get_llm("claude", cache_dir=tmp_path)
-    assert str(info.value) == "unknown LLM provider 'claude'; known: fake, gemini, local, openai"
+    assert str(info.value) == "unknown LLM provider 'claude'; known: local, gemini, openai, fake"
 
 
 def test_get_llm_defaults_to_settings_and_attaches_cache(tmp_path, monkeypatch) -> None:
