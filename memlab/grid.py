@@ -118,8 +118,9 @@ class GridSpec(BaseModel):
 # of each kind of memory: the latest value (colours), a list (jokes), a deferred action
 # (prospective_memory) and a standing instruction (trigger_response). The full grid runs all nine.
 QUICK_LTM_TYPES = ["colours", "jokes", "prospective_memory", "trigger_response"]
+PAPER_SUITES = ["ltm", "persona"]  # the generated suites: they need no data from the user
 QUICK = GridSpec(
-    name="quick",
+    name="quick", suites=PAPER_SUITES,
     description=("All seven conditions on both suites at a small size, one seed (make paper): "
                  "LTM at a 1k-token span with one example of 4 test types, a persona history of "
                  "1k tokens on 1 topic (9 questions, every question type)."),
@@ -128,7 +129,7 @@ QUICK = GridSpec(
     expected_minutes=20,
 )
 FULL = GridSpec(
-    name="full",
+    name="full", suites=PAPER_SUITES,
     description=("The paper grid: LTM at spans 1k/4k/8k with 3 examples per test type, persona "
                  "histories of 8k and 32k tokens, three seeds."),
     spans={"ltm": [1000, 4000, 8000], "persona": [8000, 32000]},

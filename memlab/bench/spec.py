@@ -12,7 +12,14 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from memlab.bench.base import SUITES
 from memlab.embed.base import EMBEDDERS
@@ -23,6 +30,8 @@ from memlab.memory.base import MEMORIES
 # The longest span a suite is built at: beyond it generation runs for minutes while memory grows
 # (and no packaged model has a longer window than Qwen2.5's 128k).
 MAX_SPAN = 131_072
+# The fields a user picks by name, and the registry each name must be in.
+REGISTRIES = {"suite": SUITES, "condition": MEMORIES, "llm": LLMS, "embedder": EMBEDDERS}
 
 
 class RunSpec(BaseModel):
@@ -51,25 +60,10 @@ class RunSpec(BaseModel):
     probes_sleep: bool = False
     option_scoring: Literal["generate", "logprob"] = "generate"
 
-    @field_validator("suite")
+    @field_validator("suite", "condition", "llm", "embedder")
     @classmethod
-    def _known_suite(cls, value: str) -> str:
-        return SUITES.check(value)
-
-    @field_validator("condition")
-    @classmethod
-    def _known_condition(cls, value: str) -> str:
-        return MEMORIES.check(value)
-
-    @field_validator("llm")
-    @classmethod
-    def _known_llm(cls, value: str) -> str:
-        return LLMS.check(value)
-
-    @field_validator("embedder")
-    @classmethod
-    def _known_embedder(cls, value: str) -> str:
-        return EMBEDDERS.check(value)
+    def _registered(cls, value: str, info: ValidationInfo) -> str:
+        return REGISTRIES[info.field_name].check(value)
 
     @property
     def run_id(self) -> str:

@@ -28,7 +28,7 @@ def get_llm(name: str | None = None, *, settings: Settings | None = None,
     """Create an LLM client.
 
     Args:
-        name: "local", "gemini", "openai" or "fake"; default ``settings.llm`` (MEMLAB_LLM).
+        name: a key of ``LLMS`` (``memlab llms``); default ``settings.llm`` (MEMLAB_LLM).
         settings: base settings; keyword arguments naming a Settings field override it
             (``local_size="135m"``, ``n_ctx=2048``, ``llm_cache=False``...).
         **kwargs: other keywords go to the provider class.
