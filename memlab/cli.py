@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     grid = commands.add_parser(
         "grid", help="run conditions x suites x seeds, one notebook per cell", formatter_class=raw,
-        description="Execute notebooks/condition.ipynb once per grid cell (papermill). Runs go "
+        description="Execute the shipped condition.ipynb once per grid cell (papermill). Runs go "
                     "to <results>/<suite>-<condition>-<span>-s<seed>/, executed notebooks to "
                     "<results>/notebooks/; complete cells are skipped.",
         epilog="examples:\n  memlab grid --spec quick\n  memlab grid --spec my_grid.yaml "
@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         "paper", help="run the grid, then write every figure and table", formatter_class=raw,
         description="Run the quick grid (7 conditions x 2 suites at a small size, ~20 min on 2 "
                     "cores with the local model; cached reruns take seconds), then execute "
-                    "notebooks/paper.ipynb: figures (PNG + PDF) into --figures and tables (CSV, "
+                    "the shipped paper.ipynb: figures (PNG + PDF) into --figures and tables (CSV, "
                     "LaTeX, markdown) into --figures/tables. --full runs the paper grid "
                     "(3 LTM spans, 2 persona lengths, 3 seeds; about two days on 2 cores).",
         epilog="example: memlab paper --figures figures")
