@@ -1,10 +1,4 @@
-"""The ``memlab`` command: run a condition, a grid, the whole paper, JupyterLab, a re-score.
-
-Every sub-command has its own ``--help`` with an example. A user error (unknown condition, a
-folder that does not exist, a missing optional package) prints one line and exits with status 2;
-a grid with failed cells exits with status 1. Ctrl-C (or SIGTERM during a grid) stops the command
-with status 130; a stopped grid keeps its complete cells.
-"""
+"""``memlab run``, ``grid``, ``paper`` and ``lab``: running conditions and writing the paper."""
 
 from __future__ import annotations
 
@@ -16,24 +10,18 @@ import sys
 from pathlib import Path
 
 from memlab.bench.base import SUITES
-from memlab.embed.base import EMBEDDERS
+from memlab.cli.common import (
+    RAW,
+    add_model_options,
+    chosen,
+    names,
+    non_negative_int,
+    positive_int,
+    split,
+)
 from memlab.errors import ConfigError, MemlabError, MissingDependencyError
-from memlab.llm.base import LLMS
 from memlab.memory.base import MEMORIES
-from memlab.registry import Registry
 
-DESCRIPTION = f"""\
-memlab compares {len(MEMORIES.names())} long-term-memory architectures for LLM agents on the same
-model, data and scorers, with accuracy next to what each costs in tokens and time. Offline by
-default (a local model); MEMLAB_LLM=gemini with GEMINI_API_KEY set switches to Gemini.
-
-Start here:
-  memlab paper                     the quick paper: every condition x suite, then every figure
-  memlab run -c sleep -s persona   one condition on one suite, printed summary
-  memlab conditions / suites       what can be run, one line each
-  memlab lab                       JupyterLab on the notebooks (tour.ipynb first)
-"""
-EPILOG = "Each command has its own help: memlab <command> --help"
 LAB_DIR = "memlab-notebooks"
 LAB_DESCRIPTION = f"""\
 Open JupyterLab on memlab's notebooks (needs the lab extra: pip install 'memlab[lab]').
@@ -50,66 +38,18 @@ lands in git; commit it stripped (nbstripout). --dir makes a working copy there 
 """
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (the usage is in --help), exit status 2."""
-
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _names(registry: Registry) -> str:
-    return ", ".join(registry.names())
-
-
-def _add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--llm", choices=LLMS.names(), default=None,
-                        help="answering model provider (default: MEMLAB_LLM or local; "
-                             "memlab llms lists them)")
-    parser.add_argument("--llm-model", default=None,
-                        help="model within the provider: a local tier (0.5b, 1.5b, 135m) or a "
-                             "GGUF path, or the remote provider's model name")
-    parser.add_argument("--embedder", choices=EMBEDDERS.names(), default=None,
-                        help="embedder (default: MEMLAB_EMBEDDER or minilm)")
-
-
-def _add_grid_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=_positive_int, default=None,
+def add_grid_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=positive_int, default=None,
                         help="local processes (default 1 with the local model, else 2)")
     parser.add_argument("--scheduler", default=None,
                         help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: "
                              "MEMLAB_DASK_SCHEDULER; unset: local process pool)")
-    parser.add_argument("--retries", type=_non_negative_int, default=2,
+    parser.add_argument("--retries", type=non_negative_int, default=2,
                         help="retries of a cell whose kernel failed to start (default 2)")
 
 
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
-    return value
-
-
-def _add_listing(commands, name: str, registry: Registry, what: str) -> None:
-    commands.add_parser(name, help=f"list the {what}, one line each",
-                        description=f"Print every registered {registry.role} with what it is.")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="memlab", description=DESCRIPTION, epilog=EPILOG,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", metavar="<command>", required=True,
-                                     parser_class=OneLineParser)
-    raw = argparse.RawDescriptionHelpFormatter
+def register(commands) -> dict:
+    raw = RAW
 
     run = commands.add_parser(
         "run", help="run one condition on one suite", formatter_class=raw,
@@ -117,18 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
                     "summary. A run that exists resumes (or is skipped when complete).",
         epilog="example: memlab run --condition rag --suite ltm --span 2000 --seed 1")
     run.add_argument("-c", "--condition", required=True, choices=MEMORIES.names(),
-                     metavar="CONDITION", help=f"one of: {_names(MEMORIES)}")
+                     metavar="CONDITION", help=f"one of: {names(MEMORIES)}")
     run.add_argument("-s", "--suite", required=True, choices=SUITES.names(), metavar="SUITE",
-                     help=f"one of: {_names(SUITES)}")
-    run.add_argument("--span", type=_positive_int, default=1000,
+                     help=f"one of: {names(SUITES)}")
+    run.add_argument("--span", type=positive_int, default=1000,
                      help="tokens of conversation: the LTM memory span or the persona history "
                           "length (default 1000)")
-    run.add_argument("--seed", type=_non_negative_int, default=0,
+    run.add_argument("--seed", type=non_negative_int, default=0,
                      help="suite and run seed (default 0)")
     run.add_argument("--out", default="results/manual", help="results folder (results/manual)")
     run.add_argument("--probes-sleep", action="store_true",
                      help="also run Table 2's pre/post sleep protocol after the conversation")
-    _add_model_options(run)
+    add_model_options(run)
 
     grid = commands.add_parser(
         "grid", help="run conditions x suites x seeds, one notebook per cell", formatter_class=raw,
@@ -141,11 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--spec", default="quick",
                       help="quick, full, or a YAML file with GridSpec fields (default quick)")
     grid.add_argument("--conditions", help="comma-separated subset of the spec's conditions")
-    grid.add_argument("--suites", help=f"comma-separated subset of: {_names(SUITES)}")
+    grid.add_argument("--suites", help=f"comma-separated subset of: {names(SUITES)}")
     grid.add_argument("--seeds", help="comma-separated seeds replacing the spec's")
     grid.add_argument("--results", default=None, help="results folder (default results/<spec>)")
-    _add_model_options(grid)
-    _add_grid_options(grid)
+    add_model_options(grid)
+    add_grid_options(grid)
 
     paper = commands.add_parser(
         "paper", help="run the grid, then write every figure and table", formatter_class=raw,
@@ -158,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     paper.add_argument("--full", action="store_true", help="the larger grid (see above)")
     paper.add_argument("--results", default=None, help="results folder (default results/<spec>)")
     paper.add_argument("--figures", default="figures", help="figures folder (default figures)")
-    _add_model_options(paper)
-    _add_grid_options(paper)
+    add_model_options(paper)
+    add_grid_options(paper)
 
     lab = commands.add_parser("lab", help="JupyterLab on the notebooks", formatter_class=raw,
                               description=LAB_DESCRIPTION,
@@ -170,48 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--port", type=int, default=8888)
     lab.add_argument("--no-browser", action="store_true")
 
-    rescore = commands.add_parser(
-        "goodai-rescore", help="re-score published GoodAI LTM results with memlab's scorers",
-        description="Re-score a folder of GoodAI result files (<agent>/<Test Type>/<id>_<rep>.json)"
-                    " and print, per test type, how many published scores memlab reproduces.",
-        epilog="example: memlab goodai-rescore ../shared/data/goodai-ltm-v3-1k/results")
-    rescore.add_argument("dir", help="folder of GoodAI result files")
-
-    serve = commands.add_parser(
-        "serve", help="serve one agent over HTTP (BenchmarkTurnPayload in, reply out)",
-        description="POST /turn with {\"history\": ..., \"message\": ...} returns the reply and "
-                    "its trace; GET /health. Loopback by default.",
-        epilog="example: memlab serve --condition rag --port 8765")
-    serve.add_argument("-c", "--condition", default="rag", choices=MEMORIES.names(),
-                       metavar="CONDITION", help=f"one of: {_names(MEMORIES)} (default rag)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
-    serve.add_argument("--workdir", default="results/serve", help="folder of the agent's stores")
-    _add_model_options(serve)
-
-    _add_listing(commands, "conditions", MEMORIES, "memory conditions")
-    _add_listing(commands, "suites", SUITES, "benchmark suites")
-    _add_listing(commands, "llms", LLMS, "LLM providers")
-    _add_listing(commands, "embedders", EMBEDDERS, "embedders")
-    return parser
-
-
-def _chosen(value: str | None, field: str) -> str | None:
-    """``value`` given on the command line, else the setting when the environment sets it
-    (``MEMLAB_LLM``...), else None (the grid spec's own choice stands)."""
-    from memlab.config import get_settings
-
-    settings = get_settings()
-    return value or (getattr(settings, field) if field in settings.model_fields_set else None)
-
-
-def _split(text: str | None, cast=str) -> list | None:
-    if not text:
-        return None
-    try:
-        return [cast(part.strip()) for part in text.split(",") if part.strip()]
-    except ValueError as exc:
-        raise ConfigError(f"could not read list {text!r}: {exc}") from exc
+    return {"run": cmd_run, "grid": cmd_grid, "paper": cmd_paper, "lab": cmd_lab}
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -230,14 +129,14 @@ def _grid_cells(args: argparse.Namespace, spec_name: str):
     from memlab import grid
 
     spec = grid.load_spec(spec_name)
-    update = {"conditions": _split(getattr(args, "conditions", None)),
-              "suites": _split(getattr(args, "suites", None)),
-              "seeds": _split(getattr(args, "seeds", None), int)}
+    update = {"conditions": split(getattr(args, "conditions", None)),
+              "suites": split(getattr(args, "suites", None)),
+              "seeds": split(getattr(args, "seeds", None), int)}
     spec = grid.validate_spec(spec.model_dump() | {k: v for k, v in update.items() if v},
                               spec.name)
-    cells = spec.cells(llm=_chosen(args.llm, "llm"),
-                       llm_model=_chosen(args.llm_model, "llm_model"),
-                       embedder=_chosen(args.embedder, "embedder"))
+    cells = spec.cells(llm=chosen(args.llm, "llm"),
+                       llm_model=chosen(args.llm_model, "llm_model"),
+                       embedder=chosen(args.embedder, "embedder"))
     return spec, cells
 
 
@@ -307,56 +206,3 @@ def _lab_folder(directory: str | None) -> Path:
     for line in report.lines():
         print(f"lab: {line}")
     return report.folder.resolve()
-
-
-def cmd_goodai_rescore(args: argparse.Namespace) -> int:
-    from memlab.bench.goodai import format_rescore_report, goodai_rescore
-
-    print(format_rescore_report(goodai_rescore(args.dir)))
-    return 0
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    from memlab import lab
-    from memlab.server import serve
-
-    llm = lab.make_llm(args.llm, args.llm_model)
-    agent = lab.make_agent(args.condition, llm=llm, workdir=args.workdir,
-                           embedder=lab.make_embedder(args.embedder))
-    serve(agent, args.host, args.port, condition=args.condition)
-    return 0
-
-
-def cmd_listing(args: argparse.Namespace) -> int:
-    registry = {"conditions": MEMORIES, "suites": SUITES, "llms": LLMS,
-                "embedders": EMBEDDERS}[args.command]
-    width = max(len(name) for name in registry.names())
-    for name, description in registry.describe():
-        print(f"{name:<{width}}  {description}")
-    return 0
-
-
-COMMANDS = {"run": cmd_run, "grid": cmd_grid, "paper": cmd_paper, "lab": cmd_lab,
-            "goodai-rescore": cmd_goodai_rescore, "serve": cmd_serve,
-            "conditions": cmd_listing, "suites": cmd_listing, "llms": cmd_listing,
-            "embedders": cmd_listing}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``memlab`` command; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    try:
-        return COMMANDS[args.command](args)
-    except (ConfigError, MissingDependencyError, FileNotFoundError) as exc:
-        print(f"memlab {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except MemlabError as exc:
-        print(f"memlab {args.command}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as exc:  # grid.GridInterrupted says what is kept
-        print(f"memlab {args.command}: {exc or 'interrupted'}", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

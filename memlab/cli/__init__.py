@@ -1,0 +1,70 @@
+"""The ``memlab`` command: run a condition, a grid, the whole paper, JupyterLab, a server.
+
+Each group of sub-commands is a module of this package with a ``register(commands)`` function
+that adds its parsers and returns ``{command name: handler}``; a new command is one module plus
+one line in ``COMMAND_MODULES``. Every sub-command has its own ``--help`` with an example. A
+user error (unknown condition, a folder that does not exist, a missing optional package) prints
+one line and exits with status 2; an environment failure exits with status 1. Ctrl-C (or SIGTERM
+during a grid) stops the command with status 130; a stopped grid keeps its complete cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable
+
+from memlab.cli.common import RAW, OneLineParser
+from memlab.errors import ConfigError, MemlabError, MissingDependencyError
+from memlab.memory.base import MEMORIES
+
+DESCRIPTION = f"""\
+memlab compares {len(MEMORIES.names())} long-term-memory architectures for LLM agents on the same
+model, data and scorers, with accuracy next to what each costs in tokens and time. Offline by
+default (a local model); MEMLAB_LLM=gemini with GEMINI_API_KEY set switches to Gemini.
+
+Start here:
+  memlab paper                     the quick paper: every condition x suite, then every figure
+  memlab run -c sleep -s persona   one condition on one suite, printed summary
+  memlab conditions / suites       what can be run, one line each
+  memlab lab                       JupyterLab on the notebooks (tour.ipynb first)
+"""
+EPILOG = "Each command has its own help: memlab <command> --help"
+# Modules of memlab.cli that add commands, in the order --help lists them.
+COMMAND_MODULES = ("runs", "serving", "listings")
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+    """The ``memlab`` parser and the handler of every sub-command."""
+    parser = OneLineParser(prog="memlab", description=DESCRIPTION, epilog=EPILOG,
+                           formatter_class=RAW)
+    commands = parser.add_subparsers(dest="command", metavar="<command>", required=True,
+                                     parser_class=OneLineParser)
+    handlers: dict[str, Handler] = {}
+    for name in COMMAND_MODULES:
+        handlers.update(importlib.import_module(f"memlab.cli.{name}").register(commands))
+    return parser, handlers
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``memlab`` command; returns the exit status."""
+    parser, handlers = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return handlers[args.command](args)
+    except (ConfigError, MissingDependencyError, FileNotFoundError) as exc:
+        print(f"memlab {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except MemlabError as exc:
+        print(f"memlab {args.command}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:  # grid.GridInterrupted says what is kept
+        print(f"memlab {args.command}: {exc or 'interrupted'}", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""``python -m memlab.cli``."""
+
+import sys
+
+from memlab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,70 @@
+"""Parts every ``memlab`` command module shares: the one-line parser, argument types, options."""
+
+from __future__ import annotations
+
+import argparse
+
+from memlab.embed.base import EMBEDDERS
+from memlab.errors import ConfigError
+from memlab.llm.base import LLMS
+from memlab.registry import Registry
+
+RAW = argparse.RawDescriptionHelpFormatter
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (the usage is in --help), exit status 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def names(registry: Registry) -> str:
+    return ", ".join(registry.names())
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llm", choices=LLMS.names(), default=None,
+                        help="answering model provider (default: MEMLAB_LLM or local; "
+                             "memlab llms lists them)")
+    parser.add_argument("--llm-model", default=None,
+                        help="model within the provider: a local tier (0.5b, 1.5b, 135m) or a "
+                             "GGUF path, or the remote provider's model name")
+    parser.add_argument("--embedder", choices=EMBEDDERS.names(), default=None,
+                        help="embedder (default: MEMLAB_EMBEDDER or minilm)")
+
+
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def split(text: str | None, cast=str) -> list | None:
+    """A comma-separated command-line list (None when not given)."""
+    if not text:
+        return None
+    try:
+        return [cast(part.strip()) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"could not read list {text!r}: {exc}") from exc
+
+
+def chosen(value: str | None, field: str) -> str | None:
+    """``value`` given on the command line, else the setting when the environment sets it
+    (``MEMLAB_LLM``...), else None (a grid spec's own choice stands)."""
+    from memlab.config import get_settings
+
+    settings = get_settings()
+    return value or (getattr(settings, field) if field in settings.model_fields_set else None)

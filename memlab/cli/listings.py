@@ -1,0 +1,30 @@
+"""``memlab conditions`` / ``suites`` / ``llms`` / ``embedders``: what is registered, a line each."""
+
+from __future__ import annotations
+
+import argparse
+
+from memlab.bench.base import SUITES
+from memlab.embed.base import EMBEDDERS
+from memlab.llm.base import LLMS
+from memlab.memory.base import MEMORIES
+from memlab.registry import Registry
+
+LISTINGS: dict[str, tuple[Registry, str]] = {
+    "conditions": (MEMORIES, "memory conditions"), "suites": (SUITES, "benchmark suites"),
+    "llms": (LLMS, "LLM providers"), "embedders": (EMBEDDERS, "embedders")}
+
+
+def register(commands) -> dict:
+    for name, (registry, what) in LISTINGS.items():
+        commands.add_parser(name, help=f"list the {what}, one line each",
+                            description=f"Print every registered {registry.role} with what it is.")
+    return {name: cmd_listing for name in LISTINGS}
+
+
+def cmd_listing(args: argparse.Namespace) -> int:
+    registry = LISTINGS[args.command][0]
+    width = max(len(name) for name in registry.names())
+    for name, description in registry.describe():
+        print(f"{name:<{width}}  {description}")
+    return 0
