@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from memlab.decision.ahp import ahp_weights
 from memlab.decision.debate import DecisionDebate, InconsistentJudgementsError
+from memlab.decision.outputs import final_ranking_filename
 from memlab.decision.personas import distribute_values, generate_personas
 from memlab.errors import ConfigError
 from memlab.llm.fake import FakeLLM
@@ -69,6 +70,17 @@ def cyclic_matrix():
     return m
 
 
+def judgements(matrix):
+    """The reply's form of a seed matrix: per "A vs B" (criteria order) the favoured side."""
+    out = {}
+    for a, b in combinations(CRITERIA, 2):
+        if f"{a} vs {b}" in matrix:
+            out[f"{a} vs {b}"] = {"more_important": a, "intensity": matrix[f"{a} vs {b}"]}
+        else:
+            out[f"{a} vs {b}"] = {"more_important": b, "intensity": matrix[f"{b} vs {a}"]}
+    return out
+
+
 class Script:
     """Routes on the first user message (round, role) and counts what it was asked."""
 
@@ -91,24 +103,26 @@ class Script:
         return json.dumps(self.reply(round_no, role))
 
     def reply(self, round_no, role):
+        director = role == "final_decision"
         if role == "critique":
             return {"content": "You overlook the student's values."}
-        if round_no == 1 and role == "final_decision":
+        if round_no == 1 and director:
             return {"content": "Final criteria chosen.", "selected_criteria": [
-                {"name": c, "description": f"{c} fit", "source_agent": "GrowthCuriosityAdvocate",
+                {"name": c, "source_agent": "GrowthCuriosityAdvocate",
                  "reasoning": "raised in debate"} for c in CRITERIA]}
         if round_no == 1:
             return {"content": "These criteria matter.", "criteria": [
                 {"name": c, "description": f"{c} fit"} for c in CRITERIA[:3]]}
         if round_no == 2:
             matrix = consistent_matrix()
-            if role == "final_decision" and self.inconsistent_left:
+            if director and self.inconsistent_left:
                 self.inconsistent_left -= 1
                 matrix = cyclic_matrix()
-            return {"content": "My comparisons.", "comparison_matrix": matrix,
-                    "reasoning": "interest first"}
+            return {"judgements": judgements(matrix), "content": "My comparisons.",
+                    **({"reasoning": "interest first"} if director else {})}
         matrix = {m: dict(zip(CRITERIA, SCORES[m], strict=True)) for m in MAJORS}
-        return {"content": "My scores.", "decision_matrix": matrix, "reasoning": "fit"}
+        return {"scores": matrix, "content": "My scores.", **({"reasoning": "fit"} if director
+                                                              else {})}
 
 
 @pytest.fixture
@@ -117,7 +131,7 @@ def finished(tmp_path):
     llm = FakeLLM([script])
     seen = []
     state = DecisionDebate(llm, output_dir=tmp_path,
-                           on_turn=lambda r, t: seen.append((r, t.turn))).run(USER)
+                           on_turn=lambda r, t, info: seen.append((r, t.turn))).run(USER)
     return state, script, llm, seen, tmp_path
 
 
@@ -212,13 +226,14 @@ def test_wrong_criteria_count_from_director_is_re_asked(tmp_path):
         if "Round 1 of 4" in first and "Your role: final_decision" in first and not wrong["done"]:
             wrong["done"] = True
             return json.dumps({"content": "Two only.", "selected_criteria": [
-                {"name": "Interest"}, {"name": "Salary"}]})
+                {"name": "Interest", "source_agent": "SecurityAdvocate"},
+                {"name": "Salary", "source_agent": "SecurityAdvocate"}]})
         return script(messages)
 
     llm = FakeLLM([reply])
     state = DecisionDebate(llm, output_dir=tmp_path).run(USER)
     assert [c.name for c in state.selected_criteria] == CRITERIA
-    reask = [m for call in llm.history for m in call if "exactly 4 items" in m.content]
+    reask = [m for call in llm.history for m in call if "at least 4 items" in m.content]
     assert reask, "the validation error was quoted back to the model"
 
 
@@ -259,3 +274,76 @@ def test_personas_are_unique_and_reflect_values_and_profile():
     assert len({p.name for p in personas}) == 3
     assert all(p.core_values == ["growth"] and "Growth" in p.name for p in personas)
     assert all("INTJ" in p.system_prompt and "analysis" in p.system_prompt for p in personas)
+
+
+# --- resuming, diversity, the final ranking file, what the schema constrains ----------------------
+def test_final_ranking_file_holds_round4_and_the_costs(finished):
+    state, script, llm, _, out = finished
+    final = json.loads((out / final_ranking_filename(state.session_id)).read_text())
+    assert [r["alternative"] for r in final["final_ranking"]] == [
+        r.alternative for r in state.final_ranking]
+    stats = final["stats"]
+    assert sum(r["calls"] for r in stats["rounds"].values()) == llm.calls == 41
+    assert stats["rounds"]["3"]["reasks"] == 1 and stats["rounds"]["1"]["reasks"] == 0
+    assert len(stats["cr_attempts"]) == 2 and stats["cr_attempts"][1] <= 0.10
+    assert stats["repeated_scores"] == [{}]
+
+
+def test_a_debate_stopped_after_round_1_resumes_from_its_file(tmp_path):
+    script = Script(inconsistent_director_tries=99, garbage_once=False)
+    with pytest.raises(InconsistentJudgementsError):
+        DecisionDebate(FakeLLM([script]), output_dir=tmp_path).run(USER, session_id="s3")
+    round1 = (tmp_path / "round1_test_s3.json").read_text()
+    llm = FakeLLM([Script(inconsistent_director_tries=0, garbage_once=False)])
+    debate = DecisionDebate(llm, output_dir=tmp_path)
+    state = debate.run(USER, session_id="s3")
+    assert llm.calls == 26  # rounds 2 and 3 only
+    assert debate.stats.resumed_after_round == 1
+    assert (tmp_path / "round1_test_s3.json").read_text() == round1  # kept as it was
+    assert [c.name for c in state.selected_criteria] == CRITERIA
+    assert state.final_ranking[0].alternative == "Computer Science"
+    with pytest.raises(ConfigError, match="session_id: round1_test_s3.json was written for "
+                                          "another user input"):
+        DecisionDebate(FakeLLM(), output_dir=tmp_path).run({**USER, "mbti": "ENFP"}, "s3")
+
+
+def test_repeated_scores_are_re_asked_once_then_kept_with_a_note(tmp_path):
+    script = Script(inconsistent_director_tries=0, garbage_once=False)
+
+    def flat(messages):
+        first = messages[1].content
+        if "Round 3 of 4" in first and "final_decision" in first:
+            return json.dumps({"scores": {m: dict.fromkeys(CRITERIA, 5.0) for m in MAJORS},
+                               "content": "All equal.", "reasoning": "unsure"})
+        return script(messages)
+
+    llm = FakeLLM([flat])
+    debate = DecisionDebate(llm, output_dir=tmp_path)
+    state = debate.run(USER)
+    assert debate.stats.repeated_scores == [{5.0: 12}, {5.0: 12}]
+    asked = [m.content for call in llm.history for m in call if m.content.startswith("Score div")]
+    assert asked and "5.0 used 12 times" in asked[0]
+    Round3Output.model_validate(json.loads(
+        (tmp_path / round_output_filename(3, state.session_id)).read_text()))
+
+
+def test_cr_retry_names_the_values_the_weights_imply(finished):
+    *_, llm, _, _ = finished
+    feedback = [m.content for call in llm.history for m in call if m.content.startswith("CR ret")]
+    assert feedback and re.search(r"judgements that agree would be about: \w+ vs \w+: \d\.\d",
+                                  feedback[0])
+
+
+def test_reply_schemas_enumerate_every_pair_score_and_advisor():
+    from memlab.decision.replies import comparison_model, criteria_decision_model, decision_model
+    from memlab.llm.structured import prompt_schema
+
+    pairs = prompt_schema(comparison_model(CRITERIA))
+    judged = pairs["$defs"][pairs["properties"]["judgements"]["$ref"].split("/")[-1]]
+    assert list(judged["properties"]) == [f"{a} vs {b}" for a, b in combinations(CRITERIA, 2)]
+    assert judged["additionalProperties"] is False
+    scores = json.dumps(prompt_schema(decision_model(MAJORS, CRITERIA)))
+    assert all(m in scores for m in MAJORS) and '"enum": [1.0, 1.5, 2.0' in scores
+    picks = json.dumps(prompt_schema(criteria_decision_model(2, ["A", "B", "C"], ["X", "Y"])))
+    assert '"enum": ["A", "B", "C"]' in picks and '"enum": ["X", "Y"]' in picks
+    assert '"minItems": 2, "maxItems": 2' in picks or '"maxItems": 2, "minItems": 2' in picks

@@ -140,7 +140,7 @@ def test_todolist_positions_unique():
 def test_todolist_ready_items_follow_dependencies():
     todo = TodoList.model_validate(plan(item(0), item(1, [0]), item(2, [1])))
     assert [i.position for i in todo.ready_items()] == [0]
-    todo.item(0).status = TaskStatus.COMPLETED
+    todo.item(0).transition_to(TaskStatus.IN_PROGRESS).transition_to(TaskStatus.COMPLETED)
     assert [i.position for i in todo.ready_items()] == [1]
     with pytest.raises(KeyError):
         todo.item(9)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from memlab.embed.base import Embedder, normalise
 from memlab.errors import VersionConflictError
 from memlab.llm.fake import FakeLLM
 from memlab.models.taskforce import (
@@ -37,7 +39,7 @@ PLAN = {"items": [
 ]}
 LESSON_TEXT = "Chain calculator calls, feeding each result into the next expression."
 LESSONS = {"lessons": [{
-    "context": "Multi-step arithmetic missions where each step uses the previous result.",
+    "context": "Multi-step arithmetic missions: compute, add, divide.",
     "what_worked": "One calculator call per step", "lesson": LESSON_TEXT,
     "confidence": 0.9, "tool_name": "calculator"}]}
 
@@ -68,18 +70,35 @@ class Script:
     @staticmethod
     def step(prompt):
         position = int(re.search(r"Current step: (\d+)", prompt).group(1))
-        if not re.search(r"Observations so far:\nnone\b", prompt):
-            return {"thought": "The tool answered; the criteria are met.", "action": "complete"}
-        deps = re.search(r"Results of dependencies: \{\d+: ([\d.]+)\}", prompt)
+        seen = re.findall(r"-> (.+)", prompt.split("Observations so far:")[1])
+        if seen:
+            return {"thought": "The tool answered; the criteria are met.", "tool": "finish",
+                    "arguments": {"answer": seen[-1]}}
+        deps = re.search(r"Results of dependencies: \{\d+: '?([\d.]+)'?\}", prompt)
         expression = {0: "12 * 3", 1: f"{deps and deps.group(1)} + 6",
                       2: f"{deps and deps.group(1)} / 7"}[position]
-        return {"thought": f"I will compute {expression}.", "action": "tool_call",
-                "tool": "calculator", "arguments": {"expression": expression}}
+        return {"thought": f"I will compute {expression}.", "tool": "calculator",
+                "arguments": {"expression": expression}}
+
+
+class TopicEmbedder(Embedder):
+    """Unit tests only: one axis per topic word family, so similarity is by meaning, not by
+    shared filler words ("a", "the", "and")."""
+
+    name, dim = "topics", 3
+    TOPICS = (("compute", "add", "divide", "multiply", "sum", "arithmetic", "calculator"),
+              ("poem", "haiku", "write", "story"), ("robot", "humanoid", "balance"))
+
+    def embed(self, texts):
+        rows = [[sum(text.lower().count(w) for w in words) + 1e-3 for words in self.TOPICS]
+                for text in texts]
+        return normalise(np.array(rows, dtype=np.float32))
 
 
 @pytest.fixture
 def repo(tmp_path):
-    repository = TaskforceRepository(SqlStore(path=tmp_path / "taskforce.sqlite"))
+    repository = TaskforceRepository(SqlStore(path=tmp_path / "taskforce.sqlite"),
+                                     TopicEmbedder(), min_similarity=0.8)
     yield repository
     repository.close()
 
@@ -93,7 +112,7 @@ def test_mission_planned_into_three_dependent_items_and_executed(repo, tmp_path)
     events = []
     result = make_agent(repo, tmp_path, script).run(MISSION, on_event=events.append)
     assert result.succeeded, result.error
-    assert result.answers == {0: 36, 1: 42, 2: 6.0}
+    assert result.answers == {0: "36", 1: "42", 2: "6.0"} and result.final_answer == "6.0"
     plan = repo.get_plan(result.todolist.todolist_id)
     assert plan.status is PlanStatus.COMPLETED
     assert [i.dependencies for i in plan.items] == [[], [0], [1]]
@@ -111,6 +130,7 @@ def test_events_stream_in_thought_action_observation_order(repo, tmp_path):
     kinds = [type(e) for e in events]
     assert kinds == [Thought, Action, Observation] * 6
     assert [e.step_id for e in events] == [s for s in range(6) for _ in range(3)]
+    assert [e.action_type.value for e in events[1::3]] == ["tool_call", "complete"] * 3
     first = events[2]
     assert first.success and first.result == 36
     with pytest.raises(ValidationError, match="frozen"):  # immutable domain events
@@ -121,9 +141,12 @@ def test_state_versions_increase_and_history_rows_recorded(repo, tmp_path):
     result = make_agent(repo, tmp_path, Script()).run(MISSION)
     session_id = result.session.session_id
     versions = [s.version for s in repo.states(session_id)]
-    assert versions == list(range(1, len(versions) + 1)) and len(versions) == 9
+    # in progress, planned, 2 per step (decision saved before acting, step committed), done
+    assert versions == list(range(1, len(versions) + 1)) and len(versions) == 2 + 2 * 6 + 1
     last = repo.latest_state(session_id).state_json
-    assert last["status"] == "completed" and last["answers"] == {"0": 36, "1": 42, "2": 6.0}
+    assert last["status"] == "completed" and last["answers"] == {"0": "36", "1": "42",
+                                                                 "2": "6.0"}
+    assert last["inflight"] is None
     history = repo.history(session_id)
     assert [h.step_id for h in history] == list(range(6))
     assert [h.action for h in history] == ["calculator", "complete"] * 3
@@ -178,8 +201,19 @@ def test_lessons_are_scoped_per_user(repo, tmp_path):
     assert not make_agent(repo, tmp_path, Script()).run(MISSION).lessons_used  # no user
     again = make_agent(repo, tmp_path, Script()).run(MISSION, user_id="alice")
     assert [lesson.lesson for lesson in again.lessons_used] == [LESSON_TEXT]
-    assert [x.lesson for x in repo.lessons_for(MISSION, user_id="bob")] == [LESSON_TEXT]
+    alices = repo.lessons_for(MISSION, user_id="alice")
+    assert [x.lesson for x in alices] == [LESSON_TEXT] * 2  # one per successful session
+    assert not {x.memory_id for x in alices} & {
+        x.memory_id for x in repo.lessons_for(MISSION, user_id="bob")}
     assert not repo.lessons_for(MISSION, user_id="carol")
+
+
+def test_an_unrelated_mission_gets_no_lesson_though_it_shares_filler_words(repo, tmp_path):
+    make_agent(repo, tmp_path, Script()).run(MISSION, user_id="alice")
+    unrelated = "Write a haiku about the sea and a poem about the rain."
+    assert not repo.lessons_for(unrelated, user_id="alice")
+    assert [x.lesson for x in repo.lessons_for("Multiply 4 by 4 and add 1",
+                                               user_id="alice")] == [LESSON_TEXT]
 
 
 def test_cyclic_plan_is_re_asked_with_the_error(repo, tmp_path):
@@ -207,19 +241,37 @@ def test_execution_order_is_topological_not_positional():
 def test_failing_tool_is_observed_and_the_agent_recovers(repo, tmp_path):
     class Flaky(Script):
         def step(self, prompt):
-            if "Current step: 0" in prompt and re.search(r"so far:\nnone\b", prompt):
-                return {"thought": "Try the shell.", "action": "tool_call", "tool": "shell",
-                        "arguments": {"cmd": "rm -rf /"}}
-            if "Current step: 0" in prompt and "error:" in prompt and "->" in prompt \
-                    and prompt.count("->") == 1:
-                return {"thought": "Use the calculator.", "action": "tool_call",
-                        "tool": "calculator", "arguments": {"expression": "12 * 3"}}
+            if "Current step: 0" in prompt and "Observations so far:\nnone" in prompt:
+                return {"thought": "Divide first.", "tool": "calculator",
+                        "arguments": {"expression": "12 / 0"}}
+            if "Current step: 0" in prompt and prompt.count("-> error:") == 1 \
+                    and prompt.count(" -> ") == 1:
+                return {"thought": "Use the calculator.", "tool": "calculator",
+                        "arguments": {"expression": "12 * 3"}}
             return Script.step(prompt)
 
     result = make_agent(repo, tmp_path, Flaky()).run(MISSION)
-    assert result.succeeded and result.answers[0] == 36
+    assert result.succeeded and result.answers[0] == "36"
     failed = [e for e in result.events if isinstance(e, Observation) and not e.success]
-    assert len(failed) == 1 and "unknown tool 'shell'" in failed[0].error
+    assert len(failed) == 1 and "ZeroDivisionError" in failed[0].error
+
+
+def test_a_tool_name_off_the_schema_is_re_asked_with_the_error(repo, tmp_path):
+    script = Script()
+    wrong = {"left": 1}
+
+    def reply(messages):
+        if messages[0].content == REACT_SYSTEM and wrong["left"]:
+            wrong["left"] -= 1
+            return json.dumps({"thought": "x", "tool": "calculator(expression: 12 * 3)",
+                               "arguments": {}})
+        return script(messages)
+
+    llm = FakeLLM([reply])
+    result = TaskforceAgent(llm, repo, Toolbox.default(tmp_path)).run(MISSION)
+    assert result.succeeded and result.reasks == 1
+    quoted = [m.content for call in llm.history for m in call if "not valid" in m.content]
+    assert quoted and "does not match any of the expected tags" in quoted[0]
 
 
 def test_garbage_from_the_model_fails_the_session_cleanly(repo, tmp_path):
@@ -229,6 +281,7 @@ def test_garbage_from_the_model_fails_the_session_cleanly(repo, tmp_path):
         return "I refuse to answer in JSON."
 
     result = TaskforceAgent(FakeLLM([reply]), repo, Toolbox.default(tmp_path)).run(MISSION)
+    assert result.reasks == 0  # the session failed on its first step's three attempts
     assert result.session.status is SessionStatus.FAILED
     assert "StructuredOutputError" in result.error
     plan = repo.get_plan(result.todolist.todolist_id)

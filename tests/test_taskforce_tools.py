@@ -7,7 +7,17 @@ import math
 import pytest
 
 from memlab.errors import ConfigError
-from memlab.taskforce.tools import TOOLS, CalculatorTool, Toolbox, safe_eval
+from memlab.models.retrieval import RetrievedChunk
+from memlab.taskforce.tools import (
+    TOOLS,
+    AskUserTool,
+    CalculatorTool,
+    DocumentSearchTool,
+    FinishTool,
+    PythonTool,
+    Toolbox,
+    safe_eval,
+)
 
 
 @pytest.mark.parametrize("expression, expected", [
@@ -60,7 +70,8 @@ def test_text_search_finds_lines_case_insensitively(tmp_path):
 
 
 def test_registry_and_toolbox():
-    assert TOOLS.names() == ["calculator", "file_read", "file_write", "text_search"]
+    assert TOOLS.names() == ["calculator", "python", "file_read", "file_write", "text_search",
+                             "search_documents", "ask_user", "finish"]
     assert isinstance(TOOLS.create("calculator"), CalculatorTool)
     box = Toolbox([CalculatorTool()])
     assert "calculator(expression" in box.describe()
@@ -68,7 +79,60 @@ def test_registry_and_toolbox():
         box.get("nope")
 
 
-@pytest.mark.parametrize("module", ["memlab.taskforce.tools", "memlab.taskforce.planner"])
+def test_default_toolbox_has_the_six_tools_and_their_seed_actions(tmp_path):
+    box = Toolbox.default(tmp_path, retrieve=lambda q: [])
+    assert box.names() == ["calculator", "python", "file_read", "file_write",
+                           "search_documents", "ask_user", "finish"]
+    assert {n: box.get(n).action.value for n in ("calculator", "ask_user", "finish")} == {
+        "calculator": "tool_call", "ask_user": "ask_user", "finish": "complete"}
+    assert "text_search" in Toolbox.default(tmp_path).names()  # no documents: workspace search
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("sorted([3, 1, 2])", "[1, 2, 3]"), ("sum(x * x for x in range(4))", "14"),
+    ("'-'.join(['a', 'b'])", "'a-b'"), ("math.floor(2.7)", "2"),
+])
+def test_python_tool_evaluates_expressions_in_a_subprocess(expression, expected):
+    assert PythonTool().run({"expression": expression}).output == expected
+
+
+@pytest.mark.parametrize("expression, error", [
+    ("().__class__.__base__", "names starting with '_'"), ("__import__('os')", "'_'"),
+    ("open('x', 'w')", "NameError"), ("import os", "not one Python expression"),
+    ("[0] * 10 ** 10", "MemoryError"), ("1 / 0", "ZeroDivisionError"),
+])
+def test_python_tool_refuses_or_contains_what_it_must(expression, error):
+    result = PythonTool().run({"expression": expression})
+    assert not result.success and error in result.error
+
+
+def test_python_tool_has_a_time_limit():
+    result = PythonTool(time_limit_s=1).run({"expression": "sum(range(10 ** 12))"})
+    assert not result.success and "TimeoutError" in result.error
+    assert result.duration_ms < 5000
+
+
+def test_search_documents_quotes_source_page_and_similarity():
+    chunk = RetrievedChunk(content="An inertial measurement unit sits in the pelvis.",
+                           source_document="book.md", page_number=2, similarity_score=0.61)
+    asked = []
+    tool = DocumentSearchTool(lambda q: asked.append(q) or [chunk])
+    out = tool.run({"query": "where is the IMU?"}).output
+    assert asked == ["where is the IMU?"]
+    assert out == ["[book.md p.2, similarity 0.61] An inertial measurement unit sits in the "
+                   "pelvis."]
+    assert not tool.run({"query": " "}).success
+
+
+def test_ask_user_and_finish(tmp_path):
+    assert AskUserTool(lambda q: f"answer to {q}").run({"question": "why?"}).output == \
+        "answer to why?"
+    assert "no user is available" in AskUserTool().run({"question": "why?"}).error
+    assert FinishTool().run({"answer": "36"}).output == "36"
+
+
+@pytest.mark.parametrize("module", ["memlab.taskforce.tools", "memlab.taskforce.planner",
+                                    "memlab.taskforce.sandbox"])
 def test_docstring_examples(module):
     import doctest
     import importlib

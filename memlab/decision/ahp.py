@@ -146,3 +146,18 @@ def most_inconsistent_pairs(result: AHPResult, k: int = 2) -> list[str]:
         key = pair_key(names[i], names[j]) if a[i][j] >= 1 else pair_key(names[j], names[i])
         scored.append((max(ratio, 1 / ratio), key))
     return [key for _, key in sorted(scored, reverse=True)[:k]]
+
+
+def consistent_value(result: AHPResult, key: str) -> tuple[str, float]:
+    """The judgement on ``key``'s pair that the weights imply: ``("A vs B", v)``, A favoured, v
+    the ratio of their weights rounded to the Saaty scale (1.0-9.0 in 0.5 steps).
+
+    Example:
+        >>> r = ahp_weights(["a", "b", "c"], {"a vs b": 2, "a vs c": 4, "b vs c": 2})
+        >>> consistent_value(r, "c vs a")
+        ('a vs c', 4.0)
+    """
+    a, b = split_pair_key(key)
+    ratio = result.criteria_weights[a] / result.criteria_weights[b]
+    first, second, ratio = (a, b, ratio) if ratio >= 1 else (b, a, 1 / ratio)
+    return pair_key(first, second), float(min(max(round(ratio * 2) / 2, 1.0), 9.0))

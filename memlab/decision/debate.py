@@ -2,9 +2,11 @@
 
 Round 1 selects criteria, round 2 compares them pairwise (AHP, with CR retries), round 3 scores
 every major on every criterion, round 4 ranks the majors by TOPSIS. Every turn is parsed with
-``complete_json`` into the round's reply model (invalid output is re-asked) and appended to a
-SharedWorkspaceState event in operating memory. Each of rounds 1-3 writes the file the seed
-names (``round{n}_test_{session_id}.json``), validated by its output model.
+``complete_json`` into the round's reply model, whose schema constrains the model's output
+(see :mod:`memlab.decision.replies`); an invalid reply is re-asked at most ``json_retries``
+times and the re-asks are counted. Turns are appended to a SharedWorkspaceState event in
+operating memory. Rounds 1-3 write the files the seed names, round 4 a final ranking; a debate
+run again with the same session id resumes after its last round file.
 
 Example:
     >>> from memlab.llm import get_llm  # doctest: +SKIP
@@ -16,27 +18,28 @@ from __future__ import annotations
 
 import json
 import logging
-import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from memlab.decision.ahp import ahp_weights, most_inconsistent_pairs
+from memlab.decision.ahp import ahp_weights
+from memlab.decision.outputs import DebateStats, load_rounds, write_final, write_json
 from memlab.decision.personas import DIRECTOR, director_prompt, generate_personas
-from memlab.decision.prompts import cr_feedback, round_context, turn_message
+from memlab.decision.prompts import cr_feedback, diversity_feedback, round_context, turn_message
 from memlab.decision.replies import (
-    CriteriaProposal,
     TurnReply,
     comparison_model,
     criteria_decision_model,
     decision_model,
+    proposal_model,
 )
 from memlab.decision.topsis import topsis
 from memlab.errors import MemlabError
 from memlab.llm.base import LLMClient, Message
-from memlab.llm.structured import complete_json
+from memlab.llm.structured import complete_json_reply
 from memlab.models.decision import (
     AgentPersona,
     ConversationState,
@@ -53,8 +56,16 @@ from memlab.stores.operating import OperatingMemory
 
 log = logging.getLogger(__name__)
 
-TurnCallback = Callable[[int, DebateTurn], None]
-_PAYLOAD_FIELD = {1: "selected_criteria", 2: "comparison_matrix", 3: "decision_matrix"}
+
+class TurnInfo(BaseModel):
+    """What one turn took: wall time, model calls, JSON re-asks."""
+
+    seconds: float
+    calls: int
+    reasks: int
+
+
+TurnCallback = Callable[[int, DebateTurn, TurnInfo], None]
 
 
 class InconsistentJudgementsError(MemlabError):
@@ -73,37 +84,49 @@ class DecisionDebate:
         output_dir: folder of the round files.
         operating: operating memory holding the debate's SharedWorkspaceState; an in-process one
             (which archives the finished event to ``output_dir``) when omitted.
-        on_turn: called with ``(round, turn)`` after every turn (streaming progress).
+        on_turn: called with ``(round, turn, info)`` after every turn (progress).
         max_tokens: completion budget per turn.
-        json_retries: re-asks per turn when the reply is not valid JSON for the turn's model.
+        json_retries: re-asks per turn when the reply is not valid for the turn's model.
+        diversity_retries: re-asks of the round 3 Director when a score is used more than 3
+            times (the seed recommends, not requires, diversity: the last try is kept).
     """
 
     def __init__(self, llm: LLMClient, *, output_dir: str | Path,
                  operating: OperatingMemory | None = None, on_turn: TurnCallback | None = None,
-                 max_tokens: int = 768, json_retries: int = 2):
+                 max_tokens: int = 512, json_retries: int = 2, diversity_retries: int = 1):
         self.llm, self.output_dir = llm, Path(output_dir)
         self.operating = operating or OperatingMemory(InProcessKV(), archive_hook=self._archive)
         self.on_turn, self.max_tokens, self.json_retries = on_turn, max_tokens, json_retries
+        self.diversity_retries = diversity_retries
         self.event_id = ""
+        self.stats = DebateStats()
+        self._turn_calls = self._turn_reasks = 0
 
     # --- the workflow ------------------------------------------------------------------------
     def run(self, user_input: UserInput | dict[str, Any], session_id: str | None = None
             ) -> ConversationState:
-        """Debate rounds 1-3, rank by TOPSIS, write the round files; returns the final state.
+        """Debate rounds 1-3 (after any already in ``output_dir``), rank by TOPSIS, write files.
 
         Raises:
             pydantic.ValidationError: ``user_input`` breaks a seed rule (names the field).
+            ConfigError: round files of ``session_id`` exist for another input.
             StructuredOutputError: a turn's reply stayed invalid after ``json_retries``.
             InconsistentJudgementsError: round 2 CR stayed above the threshold.
         """
         user = UserInput.model_validate(user_input)
-        extra = {"session_id": session_id} if session_id else {}
-        state = ConversationState(user_input=user, **extra)
-        state.agent_personas = generate_personas(user)
+        state, done = (None, 0) if session_id is None else load_rounds(
+            self.output_dir, session_id, user)
+        if state is None:
+            extra = {"session_id": session_id} if session_id else {}
+            state = ConversationState(user_input=user, **extra)
+            state.agent_personas = generate_personas(user)
+        self.stats = DebateStats(resumed_after_round=done)
         self._open_event(state)
-        self.round1(state)
-        self.round2(state)
-        self.round3(state)
+        for number, round_fn in ((1, self.round1), (2, self.round2), (3, self.round3)):
+            if number > done:
+                start = time.perf_counter()
+                round_fn(state)
+                self.stats.round(number).seconds = round(time.perf_counter() - start, 2)
         self.round4(state)
         self._close_event(state)
         return state
@@ -112,7 +135,7 @@ class DecisionDebate:
         """Criteria selection; writes ``round1_test_{session_id}.json``."""
         turns, decision = self._debate(state, 1)
         state.round1_debate_turns = turns
-        state.selected_criteria = [c.to_criterion() for c in decision.selected_criteria]
+        state.selected_criteria = decision.to_criteria(proposed_criteria(turns))
         self._write(1, state.round1_output(), state)
 
     def round2(self, state: ConversationState) -> None:
@@ -133,13 +156,10 @@ class DecisionDebate:
         state.round3_debate_turns = turns
         state.decision_matrix = decision.decision_matrix
         state.round3_director_decision = decision.to_decision()
-        repeats = repeated_scores(state.decision_matrix)
-        if repeats:  # the seed only recommends score diversity; note it, do not fail
-            log.warning("decision_matrix: scores used more than 3 times: %s", repeats)
         self._write(3, state.round3_output(), state)
 
     def round4(self, state: ConversationState) -> None:
-        """TOPSIS ranking of the majors with the AHP weights."""
+        """TOPSIS ranking of the majors with the AHP weights; writes the final ranking file."""
         cost = {c.name for c in state.selected_criteria if c.type == "cost"}
         outcome = topsis(state.decision_matrix, state.criteria_weights, cost_criteria=cost)
         state.normalized_matrix = outcome.normalized_matrix
@@ -148,7 +168,9 @@ class DecisionDebate:
         state.anti_ideal_solution = outcome.anti_ideal_solution
         state.topsis_results = outcome.topsis_results
         state.final_ranking = outcome.final_ranking
-        self._share(state, final_ranking=[r.model_dump(mode="json") for r in state.final_ranking])
+        path = write_final(self.output_dir, state, self.stats)
+        self._share(state, final_ranking=[r.model_dump(mode="json") for r in state.final_ranking],
+                    final_ranking_file=str(path))
 
     # --- one 13-turn debate --------------------------------------------------------------------
     def _debate(self, state: ConversationState, round_no: int) -> tuple[list[DebateTurn], Any]:
@@ -163,41 +185,54 @@ class DecisionDebate:
             plan += [(o, DebateTurnType.CRITIQUE, lead.name) for o in others]
             plan += [(lead, DebateTurnType.DEFENSE, [o.name for o in others])]
             for speaker, kind, target in plan:
-                reply = self._speak(state, round_no, len(turns) + 1, label, speaker, kind,
-                                    target, context, turns)
-                self._record(state, round_no, turns, label, speaker.name, kind, target, reply)
-        label = "Phase 4: Director's final decision"
-        reply = self._speak(state, round_no, 13, label, None, DebateTurnType.FINAL_DECISION,
+                start = time.perf_counter()
+                reply = self._speak(state, round_no, label, speaker, kind, target, context, turns)
+                self._record(state, round_no, turns, label, speaker.name, kind, target, reply,
+                             start)
+        label, start = "Phase 4: Director's final decision", time.perf_counter()
+        reply = self._speak(state, round_no, label, None, DebateTurnType.FINAL_DECISION,
                             None, context, turns)
         self._record(state, round_no, turns, label, DIRECTOR, DebateTurnType.FINAL_DECISION,
-                     None, reply)
+                     None, reply, start)
         return turns, reply
 
-    def _speak(self, state: ConversationState, round_no: int, turn: int, label: str,
+    def _speak(self, state: ConversationState, round_no: int, label: str,
                speaker: AgentPersona | None, kind: DebateTurnType, target: Any, context: str,
                turns: list[DebateTurn]) -> Any:
         targets = [target] if isinstance(target, str) else list(target or [])
         system = speaker.system_prompt if speaker else director_prompt(state.user_input)
-        text = turn_message(round_no, turn, label, kind, targets, context, turns,
+        text = turn_message(round_no, len(turns) + 1, label, kind, targets, context, turns,
                             state.user_input.settings.max_criteria)
         messages = [Message(role="system", content=system), Message(role="user", content=text)]
-        model = self._reply_model(state, round_no, kind)
-        if round_no == 2 and kind is DebateTurnType.FINAL_DECISION:
+        model = self._reply_model(state, round_no, kind, turns)
+        director = kind is DebateTurnType.FINAL_DECISION
+        if round_no == 2 and director:
             return self._consistent_decision(state, messages, model)
-        return self._ask(messages, model)
+        if round_no == 3 and director:
+            return self._diverse_decision(messages, model)
+        return self._ask(round_no, messages, model)
 
-    def _ask(self, messages: list[Message], model: type[BaseModel]) -> Any:
-        return complete_json(self.llm, messages, model, max_retries=self.json_retries,
-                             max_tokens=self.max_tokens)
+    def _ask(self, round_no: int, messages: list[Message], model: type[BaseModel]) -> Any:
+        reply = complete_json_reply(self.llm, messages, model, max_retries=self.json_retries,
+                                    max_tokens=self.max_tokens, compact=True)
+        stats = self.stats.round(round_no)
+        stats.calls += reply.attempts
+        stats.reasks += reply.reasks
+        self._turn_calls += reply.attempts
+        self._turn_reasks += reply.reasks
+        return reply.value
 
-    def _reply_model(self, state: ConversationState, round_no: int,
-                     kind: DebateTurnType) -> type[BaseModel]:
+    def _reply_model(self, state: ConversationState, round_no: int, kind: DebateTurnType,
+                     turns: list[DebateTurn]) -> type[BaseModel]:
         if kind is DebateTurnType.CRITIQUE:
             return TurnReply
         director = kind is DebateTurnType.FINAL_DECISION
         if round_no == 1:
-            settings = state.user_input.settings
-            return criteria_decision_model(settings.max_criteria) if director else CriteriaProposal
+            max_criteria = state.user_input.settings.max_criteria
+            if not director:
+                return proposal_model(max_criteria)
+            return criteria_decision_model(max_criteria, list(proposed_criteria(turns)),
+                                           [p.name for p in state.agent_personas])
         if round_no == 2:
             return comparison_model(state.criteria_names, director=director)
         return decision_model(state.alternatives, state.criteria_names, director=director)
@@ -208,40 +243,49 @@ class DecisionDebate:
         settings = state.user_input.settings
         ratios: list[float] = []
         for _attempt in range(settings.cr_max_retries + 1):
-            reply = self._ask(messages, model)
+            reply = self._ask(2, messages, model)
             result = ahp_weights(state.criteria_names, reply.comparison_matrix)
             ratios.append(result.consistency_ratio)
+            self.stats.cr_attempts = list(ratios)
             self._share(state, round2_cr_attempts=ratios)
             if result.is_consistent(settings.cr_threshold):
                 return reply
-            feedback = cr_feedback(result.consistency_ratio, settings.cr_threshold,
-                                   most_inconsistent_pairs(result))
-            messages = [*messages, Message(role="assistant", content=reply.model_dump_json()),
-                        Message(role="user", content=feedback)]
+            messages = [*messages, Message(role="assistant", content=reply.model_dump_json(
+                by_alias=True)), Message(role="user", content=cr_feedback(
+                    result, settings.cr_threshold))]
         raise InconsistentJudgementsError(
             f"consistency_ratio: stayed above cr_threshold {settings.cr_threshold} after "
             f"{settings.cr_max_retries} retries (CR per attempt: "
             f"{[round(r, 4) for r in ratios]})", ratios)
 
+    def _diverse_decision(self, messages: list[Message], model: type[BaseModel]) -> Any:
+        """The round 3 decision, re-asked while a score repeats more than 3 times (bounded)."""
+        for attempt in range(self.diversity_retries + 1):
+            reply = self._ask(3, messages, model)
+            repeats = repeated_scores(reply.decision_matrix)
+            self.stats.repeated_scores.append(repeats)
+            if not repeats:
+                return reply
+            if attempt == self.diversity_retries:
+                log.warning("decision_matrix: scores used more than 3 times: %s", repeats)
+                return reply
+            messages = [*messages, Message(role="assistant", content=reply.model_dump_json(
+                by_alias=True)), Message(role="user", content=diversity_feedback(repeats))]
+        raise AssertionError("unreachable")  # the loop returns on its last attempt
+
     def _record(self, state: ConversationState, round_no: int, turns: list[DebateTurn],
-                label: str, speaker: str, kind: DebateTurnType, target: Any, reply: Any) -> None:
-        payload: dict[str, Any] = {}
-        if round_no == 1 and hasattr(reply, "criteria"):
-            payload["selected_criteria"] = [
-                Criterion(**c.model_dump(), source_agent=speaker) for c in reply.criteria]
-        elif hasattr(reply, _PAYLOAD_FIELD[round_no]):
-            value = getattr(reply, _PAYLOAD_FIELD[round_no])
-            payload[_PAYLOAD_FIELD[round_no]] = (
-                [c.to_criterion() for c in value] if round_no == 1 else value)
+                label: str, speaker: str, kind: DebateTurnType, target: Any, reply: Any,
+                start: float) -> None:
         turn = DebateTurn(turn=len(turns) + 1, phase=label, speaker=speaker, type=kind,
-                          content=reply.content, target=target, **payload)
+                          content=reply.content, target=target,
+                          **turn_payload(round_no, speaker, reply, turns))
         turns.append(turn)
         self._append_turn(round_no, turn)
+        info = TurnInfo(seconds=round(time.perf_counter() - start, 2), calls=self._turn_calls,
+                        reasks=self._turn_reasks)
+        self._turn_calls = self._turn_reasks = 0
         if self.on_turn is not None:
-            self.on_turn(round_no, turn)
-        elif state.user_input.settings.enable_streaming:
-            log.info("round %d turn %d %s (%s): %s", round_no, turn.turn, turn.speaker,
-                     turn.type.value, turn.content)
+            self.on_turn(round_no, turn, info)
 
     # --- operating memory and files ------------------------------------------------------------
     def _open_event(self, state: ConversationState) -> None:
@@ -250,6 +294,7 @@ class DecisionDebate:
             status=EventStatus.ACTIVE, participating_agents=names,
             shared_data={"session_id": state.session_id, "topic": "major prioritisation",
                          "alternatives": state.alternatives,
+                         "resumed_after_round": self.stats.resumed_after_round,
                          "agent_personas": [p.model_dump() for p in state.agent_personas]})
         self.event_id = self.operating.save_workspace(workspace).event_id
 
@@ -283,22 +328,34 @@ class DecisionDebate:
         self.operating.update_workspace(self.event_id, resolve)
 
     def _archive(self, workspace: SharedWorkspaceState) -> None:
-        _write_json(self.output_dir / f"workspace_{workspace.event_id}.json",
-                    workspace.model_dump_json(indent=2))
+        write_json(self.output_dir / f"workspace_{workspace.event_id}.json",
+                   workspace.model_dump_json(indent=2))
 
     def _write(self, round_no: int, output: BaseModel, state: ConversationState) -> Path:
         path = self.output_dir / round_output_filename(round_no, state.session_id)
-        _write_json(path, output.model_dump_json(indent=2))
+        write_json(path, output.model_dump_json(indent=2))
         self._share(state, **{f"round{round_no}_output": str(path)})
         return path
 
 
-def _write_json(path: Path, text: str) -> None:
-    """Write atomically: a crash leaves either the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def proposed_criteria(turns: list[DebateTurn]) -> dict[str, Criterion]:
+    """Criteria proposed so far in round 1 by name (a later proposal of a name wins)."""
+    return {c.name: c for t in turns for c in (t.selected_criteria or [])}
+
+
+def turn_payload(round_no: int, speaker: str, reply: Any, turns: list[DebateTurn]
+                 ) -> dict[str, Any]:
+    """The round's payload field of a DebateTurn from the reply (none for a critique)."""
+    if round_no == 1 and hasattr(reply, "drafts"):
+        return {"selected_criteria": [Criterion(**c.model_dump(), source_agent=speaker)
+                                      for c in reply.drafts()]}
+    if round_no == 1 and hasattr(reply, "to_criteria"):
+        return {"selected_criteria": reply.to_criteria(proposed_criteria(turns))}
+    if round_no == 2 and hasattr(reply, "comparison_matrix"):
+        return {"comparison_matrix": reply.comparison_matrix}
+    if round_no == 3 and hasattr(reply, "decision_matrix"):
+        return {"decision_matrix": reply.decision_matrix}
+    return {}
 
 
 def run_debate(llm: LLMClient, user_input: UserInput | dict[str, Any], output_dir: str | Path,

@@ -7,11 +7,11 @@ role: critique") so transcripts are easy to read and scripted test models can ro
 from __future__ import annotations
 
 import json
-from itertools import combinations
 
-from memlab.models.decision import DebateTurn, DebateTurnType, UserInput, pair_key
+from memlab.decision.ahp import AHPResult, consistent_value, most_inconsistent_pairs
+from memlab.models.decision import DebateTurn, DebateTurnType, UserInput
 
-TURN_EXCERPT_CHARS = 300
+TURN_EXCERPT_CHARS = 160
 
 ROUND_TASKS = {
     1: "select the criteria for evaluating the candidate majors",
@@ -20,10 +20,10 @@ ROUND_TASKS = {
 }
 
 SAATY_GUIDE = (
-    "Saaty scale 1.0-9.0 in 0.5 steps: 1 equal, 2 slightly, 3 clearly, 4 very, 5 essentially, "
-    "5.5-7 extremely, 7.5-9 absolutely (rare) more important. A key \"A vs B\" with value v means "
-    "A is v times as important as B; if B matters more, write the key as \"B vs A\". Keep the "
-    "judgements consistent (if A > B and B > C then A > C by more).")
+    "For each pair name the criterion that matters more and its intensity on the Saaty scale "
+    "1.0-9.0 in 0.5 steps: 1 equal, 2 slightly, 3 clearly, 4 very, 5 essentially, 5.5-7 "
+    "extremely, 7.5-9 absolutely (rare) more important. Keep the judgements consistent (if A > B "
+    "and B > C then A > C by more).")
 SCORE_GUIDE = (
     "Scores 1.0-9.0 in 0.5 steps: 1-3 poor fit, 3.5-5.5 moderate, 6-9 good fit (9 rare). Most "
     "scores lie in 3-7; use the same score at most 3 times; 8-9 and 1-2 only in clear cases.")
@@ -36,15 +36,17 @@ def role_instruction(round_no: int, kind: DebateTurnType, targets: list[str],
     if kind is DebateTurnType.CRITIQUE:
         return f"Critique {who}'s proposal from your values: what is missing or overweighted?"
     if kind is DebateTurnType.FINAL_DECISION:
-        final = {1: f"select exactly {max_criteria} final criteria, naming the advisor each "
-                    "came from and why",
-                 2: "give the final comparison matrix with every pair",
-                 3: "give the final decision matrix with every score"}[round_no]
+        final = {1: f"select exactly {max_criteria} different final criteria from the proposals, "
+                    "naming the advisor each came from and why",
+                 2: "judge every pair: which criterion matters more, and how much",
+                 3: "give the final score of every major on every criterion"}[round_no]
         return f"As Director, weigh all arguments and {final}."
-    verb = "Propose" if kind is DebateTurnType.PROPOSAL else f"Answer the critiques of {who} and restate (or revise)"
-    payload = {1: "your criteria (name, short description, type benefit or cost)",
-               2: "your full comparison matrix", 3: "your full decision matrix"}[round_no]
-    return f"{verb} {payload}, with a short argument."
+    verb = ("Propose" if kind is DebateTurnType.PROPOSAL
+            else f"Answer the critiques of {who} and restate (or revise)")
+    payload = {1: f"up to {max_criteria} criteria (name, short description, benefit or cost)",
+               2: "your judgement of every pair (which matters more, and how much)",
+               3: "your score of every major on every criterion"}[round_no]
+    return f"{verb} {payload}, then argue for it briefly in content."
 
 
 def round_context(round_no: int, user: UserInput, criteria: list[str],
@@ -55,9 +57,7 @@ def round_context(round_no: int, user: UserInput, criteria: list[str],
     if round_no == 1:
         lines.append(f"The Director will keep exactly {user.settings.max_criteria} criteria.")
     if round_no == 2:
-        keys = [pair_key(a, b) for a, b in combinations(criteria, 2)]
-        lines += [f"Criteria: {', '.join(criteria)}.", SAATY_GUIDE,
-                  f"Give exactly these {len(keys)} pairs (either order): {json.dumps(keys)}."]
+        lines += [f"Criteria: {', '.join(criteria)}.", SAATY_GUIDE]
     if round_no == 3:
         shown = {c: round(w, 3) for c, w in (weights or {}).items()}
         lines += [f"Criteria and AHP weights: {json.dumps(shown)}.", SCORE_GUIDE,
@@ -95,9 +95,18 @@ def turn_message(round_no: int, turn: int, phase: str, kind: DebateTurnType, tar
             f"{role_instruction(round_no, kind, targets, max_criteria)}")
 
 
-def cr_feedback(consistency_ratio: float, threshold: float, worst: list[str]) -> str:
-    """Re-ask the Director after an inconsistent matrix."""
-    return (f"CR retry: the consistency ratio of that matrix is {consistency_ratio:.3f}, above "
-            f"the threshold {threshold:.2f}. Revise the least consistent judgements "
-            f"({', '.join(worst)}) so that the comparisons agree with each other, and give the "
-            "full corrected comparison matrix.")
+def cr_feedback(result: AHPResult, threshold: float) -> str:
+    """Re-ask the Director after an inconsistent matrix, with the values its weights imply."""
+    hints = [f"{key}: {value}" for key, value in
+             (consistent_value(result, k) for k in most_inconsistent_pairs(result))]
+    return (f"CR retry: the consistency ratio of that matrix is {result.consistency_ratio:.3f}, "
+            f"above the threshold {threshold:.2f}. The least consistent judgements disagree with "
+            f"the others; judgements that agree would be about: {'; '.join(hints)}. Give every "
+            "pair again with those corrected.")
+
+
+def diversity_feedback(repeats: dict[float, int]) -> str:
+    """Re-ask the round 3 Director whose scores repeat (the seed: same score <= 3 times)."""
+    used = ", ".join(f"{score} used {count} times" for score, count in repeats.items())
+    return (f"Score diversity: {used}; use the same score at most 3 times. Give every score "
+            "again, separating the majors more clearly.")

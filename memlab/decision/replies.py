@@ -1,145 +1,206 @@
 """What the debate asks the LLM to return at each turn, as pydantic models for ``complete_json``.
 
-Models that must know the round's criteria or majors are built per round (``*_model(...)``) so
-that a reply naming the wrong pairs or missing a score fails validation and is re-asked with
-the error. The seed's own objects (Criterion, the director decisions) come from
-:mod:`memlab.models.decision`.
+Each model is built for its round (the criteria, majors and advisors known at that point), so
+its JSON schema names every key and every allowed value: a local model's grammar then cannot
+write a wrong pair, a missing score or a value off the Saaty scale, and a remote model gets the
+same schema as its response format. What a grammar cannot enforce (unique names) is checked on
+validation and re-asked with the error. Payload fields come before the spoken ``content``, and
+every string is bounded, so a small model cannot talk until its token budget runs out.
+
+Round 2 replies hold one judgement per pair (which criterion matters more, and how much); the
+seed's comparison matrix (``{"A vs B": v}``, A the favoured side) is derived from them.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
+from memlab.models._decision_rules import SCALE_VALUES, check_scale, check_unique, split_pair_key
 from memlab.models.decision import (
-    ComparisonMatrix,
     Criterion,
-    DecisionMatrix,
     Round2DirectorDecision,
     Round3DirectorDecision,
-    check_comparison_matrix,
-    check_decision_matrix,
+    pair_key,
 )
 
-PAIR_SEPARATOR = " vs "  # the seed's comparison key separator
+CONTENT_CHARS = 240
+NAME_CHARS = 40
+NOTE_CHARS = 120
 
 
-class TurnReply(BaseModel):
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or whitespace only")
+    return value.strip()
+
+
+def _no_separator(value: str) -> str:
+    if " vs " in value:
+        raise ValueError("must not contain ' vs ' (it separates comparison keys)")
+    return value
+
+
+Content = Annotated[str, Field(min_length=1, max_length=CONTENT_CHARS,
+                               description="your argument, 1-3 sentences"),
+                    AfterValidator(_not_blank)]
+Note = Annotated[str, Field(max_length=NOTE_CHARS)]
+Score = Annotated[float, Field(json_schema_extra={"enum": list(SCALE_VALUES)}),
+                  AfterValidator(lambda v: check_scale(v, "score"))]
+CriterionName = Annotated[str, Field(min_length=1, max_length=NAME_CHARS),
+                          AfterValidator(_not_blank), AfterValidator(_no_separator)]
+
+
+class Reply(BaseModel):
+    """Base of every turn reply: unknown keys are an error (and not in the schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class TurnReply(Reply):
     """A critique: just the argument."""
 
-    content: str = Field(min_length=1, description="your argument, 1-4 sentences")
-
-    @field_validator("content")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("content must not be empty or whitespace only")
-        return value.strip()
+    content: Content
 
 
-class CriterionDraft(BaseModel):
-    name: str = Field(min_length=1, max_length=60, description="short criterion name")
-    description: str = ""
+def _one_of(values: list[str]) -> Any:
+    """A string type whose schema enumerates ``values`` (validated too)."""
+    allowed = list(dict.fromkeys(values))
+
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"must be one of {allowed}, got {value!r}")
+        return value
+
+    return Annotated[str, Field(json_schema_extra={"enum": allowed}), AfterValidator(check)]
+
+
+def _model(name: str, base: type[Reply], **fields: Any) -> type[Any]:
+    return create_model(name, __base__=base, **fields)
+
+
+def _keyed(name: str, keys: list[str], value_type: Any) -> type[Reply]:
+    """An object with exactly ``keys`` (any strings: stored as aliases of ``k0``, ``k1``...)."""
+    fields = {f"k{i}": (value_type, Field(alias=key)) for i, key in enumerate(keys)}
+    return create_model(name, __base__=Reply, **fields)
+
+
+def keyed_items(obj: BaseModel) -> list[tuple[str, Any]]:
+    """``(key, value)`` pairs of an object built by :func:`_keyed`, in key order."""
+    return [(field.alias or name, getattr(obj, name))
+            for name, field in type(obj).model_fields.items()]
+
+
+# --- round 1: criteria -------------------------------------------------------------------------
+class CriterionDraft(Reply):
+    name: CriterionName
+    description: Note = ""
     type: Literal["benefit", "cost"] = "benefit"
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("name must not be empty or whitespace only")
-        if PAIR_SEPARATOR in value:
-            raise ValueError(f"name must not contain {PAIR_SEPARATOR!r} (it separates pair keys)")
-        return value.strip()
+
+class CriteriaProposal(Reply):
+    """Round 1 proposal or defense; ``criteria`` comes first (built by :func:`proposal_model`)."""
+
+    def drafts(self) -> list[CriterionDraft]:
+        return list(self.criteria)  # type: ignore[attr-defined]
 
 
-class CriteriaProposal(TurnReply):
-    """Round 1 proposal or defense: the criteria this agent argues for."""
-
-    criteria: list[CriterionDraft] = Field(min_length=1, max_length=10)
-
-
-class SelectedCriterion(CriterionDraft):
-    source_agent: str = Field("", description="the advisor who proposed it")
-    reasoning: str = ""
-
-    def to_criterion(self) -> Criterion:
-        return Criterion(**self.model_dump())
+def proposal_model(max_criteria: int) -> type[CriteriaProposal]:
+    """A proposal of 1..``max_criteria`` criteria, then the argument."""
+    return _model("CriteriaProposal", CriteriaProposal,
+                  criteria=(list[CriterionDraft], Field(min_length=1, max_length=max_criteria)),
+                  content=(Content, ...))
 
 
-class CriteriaDecision(TurnReply):
-    """Round 1 director decision; the exact count is checked by :func:`criteria_decision_model`."""
+class CriteriaDecision(Reply):
+    """Round 1 director decision (built by :func:`criteria_decision_model`)."""
 
-    selected_criteria: list[SelectedCriterion]
-
-
-def criteria_decision_model(max_criteria: int) -> type[CriteriaDecision]:
-    """CriteriaDecision requiring exactly ``max_criteria`` uniquely named criteria."""
-
-    class ExactCriteriaDecision(CriteriaDecision):
-        @model_validator(mode="after")
-        def _exactly(self) -> ExactCriteriaDecision:
-            names = [c.name for c in self.selected_criteria]
-            if len(names) != max_criteria:
-                raise ValueError(f"selected_criteria must hold exactly {max_criteria} items, "
-                                 f"got {len(names)}")
-            if len(set(names)) != len(names):
-                raise ValueError(f"selected_criteria names must be unique, got {names}")
-            return self
-
-    return ExactCriteriaDecision
+    def to_criteria(self, proposed: dict[str, Criterion]) -> list[Criterion]:
+        """The selection as seed Criteria, description and type taken from the proposal."""
+        chosen = []
+        for pick in self.selected_criteria:  # type: ignore[attr-defined]
+            known = proposed.get(pick.name)
+            chosen.append(Criterion(
+                name=pick.name, description=known.description if known else "",
+                type=known.type if known else "benefit", source_agent=pick.source_agent,
+                reasoning=pick.reasoning))
+        return chosen
 
 
-class ComparisonProposal(TurnReply):
-    comparison_matrix: ComparisonMatrix
+def criteria_decision_model(max_criteria: int, proposed: list[str],
+                            advisors: list[str]) -> type[CriteriaDecision]:
+    """Exactly ``max_criteria`` uniquely named criteria, each from an advisor.
+
+    Names are limited to the ``proposed`` ones when the advisors proposed enough of them.
+    """
+    distinct = list(dict.fromkeys(proposed))
+    name_type = _one_of(distinct) if len(distinct) >= max_criteria else CriterionName
+    pick = create_model("SelectedCriterion", __base__=Reply, name=(name_type, ...),
+                        source_agent=(_one_of(advisors), ...), reasoning=(Note, ""))
+
+    def unique(picks: list[Any]) -> list[Any]:
+        check_unique([p.name for p in picks], "selected_criteria names")
+        return picks
+
+    picks = Annotated[list[pick], Field(min_length=max_criteria, max_length=max_criteria),
+                      AfterValidator(unique)]
+    return _model("CriteriaDecision", CriteriaDecision, selected_criteria=(picks, ...),
+                  content=(Content, ...))
 
 
-class ComparisonDecision(ComparisonProposal):
-    """Round 2 director decision: the final matrix, the reasoning and the spoken content."""
+# --- round 2: pairwise comparisons -------------------------------------------------------------
+class PairwiseReply(Reply):
+    """A round 2 reply (built by :func:`comparison_model`): one judgement per pair."""
 
-    reasoning: str = ""
+    @property
+    def comparison_matrix(self) -> dict[str, float]:
+        """The seed's matrix: ``{"Favoured vs Other": intensity}``, one key per pair."""
+        matrix = {}
+        for key, judgement in keyed_items(self.judgements):  # type: ignore[attr-defined]
+            a, b = split_pair_key(key)
+            first, second = (a, b) if judgement.more_important == a else (b, a)
+            matrix[pair_key(first, second)] = judgement.intensity
+        return matrix
 
     def to_decision(self) -> Round2DirectorDecision:
         return Round2DirectorDecision(comparison_matrix=self.comparison_matrix,
-                                      reasoning=self.reasoning or self.content)
+                                      reasoning=getattr(self, "reasoning", "") or self.content)
 
 
-def comparison_model(criteria: list[str], director: bool = False) -> type[ComparisonProposal]:
-    """A round 2 reply whose matrix must hold exactly the nC2 pairs of ``criteria``."""
-    base = ComparisonDecision if director else ComparisonProposal
-
-    class PairwiseReply(base):  # type: ignore[valid-type,misc]
-        @model_validator(mode="after")
-        def _pairs(self) -> PairwiseReply:
-            check_comparison_matrix(self.comparison_matrix, criteria)
-            return self
-
-    return PairwiseReply
-
-
-class DecisionProposal(TurnReply):
-    decision_matrix: DecisionMatrix
+def comparison_model(criteria: list[str], director: bool = False) -> type[PairwiseReply]:
+    """A reply judging exactly the nC2 pairs of ``criteria`` (``"A vs B"`` in criteria order)."""
+    keys = [pair_key(a, b) for i, a in enumerate(criteria) for b in criteria[i + 1:]]
+    judgements = {key: create_model(
+        "Judgement", __base__=Reply, more_important=(_one_of(list(split_pair_key(key))), ...),
+        intensity=(Score, Field(description="1 equal ... 9 absolutely more important")))
+        for key in keys}
+    fields = {f"k{i}": (model, Field(alias=key)) for i, (key, model) in
+              enumerate(judgements.items())}
+    extra = {"reasoning": (Note, "")} if director else {}
+    return _model("PairwiseReply", PairwiseReply,
+                  judgements=(create_model("Judgements", __base__=Reply, **fields), ...),
+                  content=(Content, ...), **extra)
 
 
-class MatrixDecision(DecisionProposal):
-    """Round 3 director decision: the final matrix, the reasoning and the spoken content."""
+# --- round 3: decision matrix ------------------------------------------------------------------
+class ScoresReply(Reply):
+    """A round 3 reply (built by :func:`decision_model`): a score per major and criterion."""
 
-    reasoning: str = ""
+    @property
+    def decision_matrix(self) -> dict[str, dict[str, float]]:
+        return {major: dict(keyed_items(row))
+                for major, row in keyed_items(self.scores)}  # type: ignore[attr-defined]
 
     def to_decision(self) -> Round3DirectorDecision:
         return Round3DirectorDecision(decision_matrix=self.decision_matrix,
-                                      reasoning=self.reasoning or self.content)
+                                      reasoning=getattr(self, "reasoning", "") or self.content)
 
 
 def decision_model(majors: list[str], criteria: list[str],
-                   director: bool = False) -> type[DecisionProposal]:
-    """A round 3 reply whose matrix must score every (major x criterion) combination."""
-    base = MatrixDecision if director else DecisionProposal
-
-    class ScoresReply(base):  # type: ignore[valid-type,misc]
-        @model_validator(mode="after")
-        def _complete(self) -> ScoresReply:
-            check_decision_matrix(self.decision_matrix, majors, criteria)
-            return self
-
-    return ScoresReply
+                   director: bool = False) -> type[ScoresReply]:
+    """A reply scoring every (major x criterion) combination on the 1-9 scale."""
+    row = _keyed("Scores", criteria, Score)
+    extra = {"reasoning": (Note, "")} if director else {}
+    return _model("ScoresReply", ScoresReply, scores=(_keyed("Matrix", majors, row), ...),
+                  content=(Content, ...), **extra)

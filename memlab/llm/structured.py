@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from memlab.errors import StructuredOutputError
 from memlab.llm.base import LLMClient, Message, as_messages
@@ -122,16 +122,48 @@ def _shapes(data: Any) -> list[Any]:
     return shapes
 
 
+class StructuredReply(BaseModel):
+    """A validated reply with what it took: ``attempts`` model calls, one error per failed one."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    value: Any
+    attempts: int = Field(ge=1)
+    errors: list[str] = Field(default_factory=list)
+
+    @property
+    def reasks(self) -> int:
+        return self.attempts - 1
+
+
 def complete_json(client: LLMClient, messages: list[Message] | list[dict[str, str]],
-                  model_cls: type[M], *, max_retries: int = 2, max_tokens: int = 512,
-                  temperature: float = 0.0, max_items: int | None = None,
-                  max_chars: int | None = None) -> M:
-    """Ask ``client`` for an instance of ``model_cls``.
+                  model_cls: type[M], **kwargs: Any) -> M:
+    """Ask ``client`` for an instance of ``model_cls`` (see :func:`complete_json_reply`).
+
+    Raises:
+        StructuredOutputError: every attempt failed; ``raw_text`` is the last reply and
+            ``errors`` has one message per attempt.
+        LLMError: the model call itself failed (raised by the client).
+    """
+    return complete_json_reply(client, messages, model_cls, **kwargs).value
+
+
+def complete_json_reply(client: LLMClient, messages: list[Message] | list[dict[str, str]],
+                        model_cls: type[M], *, max_retries: int = 2, max_tokens: int = 512,
+                        temperature: float = 0.0, max_items: int | None = None,
+                        max_chars: int | None = None, compact: bool = False,
+                        instruction: str | None = None) -> StructuredReply:
+    """Ask ``client`` for an instance of ``model_cls``; the reply says how many re-asks it took.
 
     Args:
-        messages: the request; a JSON instruction with the schema is appended to it.
+        messages: the request; a JSON instruction is appended to it.
         max_retries: re-asks after the first attempt, each quoting the validation error.
         max_items, max_chars: bound every list and string the model writes (``prompt_schema``).
+        compact: show the model :func:`compact_schema` (for schemas whose enums would fill the
+            prompt); the full schema constrains generation either way (a grammar locally,
+            response_format remotely).
+        instruction: what to tell the model instead of showing a schema (when the prompt
+            already describes the reply, e.g. a list of tools); the schema still constrains.
 
     Raises:
         StructuredOutputError: every attempt failed; ``raw_text`` is the last reply and
@@ -139,14 +171,16 @@ def complete_json(client: LLMClient, messages: list[Message] | list[dict[str, st
         LLMError: the model call itself failed (raised by the client).
     """
     schema = prompt_schema(model_cls, max_items=max_items, max_chars=max_chars)
-    convo = with_instruction(as_messages(messages), json_instruction(schema))
+    shown = compact_schema(schema) if compact else schema
+    convo = with_instruction(as_messages(messages), instruction or json_instruction(shown))
     errors: list[str] = []
     raw = ""
-    for _ in range(max_retries + 1):
+    for attempt in range(1, max_retries + 2):
         raw = client.complete(convo, max_tokens=max_tokens, temperature=temperature,
                               json_schema=schema).text
         try:
-            return parse_model(raw, model_cls)
+            return StructuredReply(value=parse_model(raw, model_cls), attempts=attempt,
+                                   errors=errors)
         except StructuredOutputError as exc:
             errors.append(str(exc))
         convo = [*convo, Message(role="assistant", content=raw), Message(
@@ -155,3 +189,27 @@ def complete_json(client: LLMClient, messages: list[Message] | list[dict[str, st
     raise StructuredOutputError(
         f"{model_cls.__name__}: no valid JSON after {len(errors)} attempts; last error: "
         f"{errors[-1]}", raw_text=raw, errors=errors)
+
+
+# --- a compact view of a schema (what the model reads when a grammar enforces the rest) ------
+def compact_schema(node: Any) -> Any:
+    """``node`` with every evenly spaced numeric enum shown as minimum, maximum and multipleOf.
+
+    A model reads this shorter schema; generation is still constrained by the full one.
+
+    Example:
+        >>> compact_schema({"type": "number", "enum": [1.0, 1.5, 2.0, 2.5, 3.0]})
+        {'type': 'number', 'minimum': 1.0, 'maximum': 3.0, 'multipleOf': 0.5}
+    """
+    if isinstance(node, list):
+        return [compact_schema(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    compact = {k: compact_schema(v) for k, v in node.items()}
+    values = compact.get("enum")
+    numbers = sorted(v for v in values or [] if isinstance(v, int | float))
+    steps = {round(b - a, 9) for a, b in zip(numbers, numbers[1:], strict=False)}
+    if values and len(numbers) == len(values) > 4 and len(steps) == 1:
+        del compact["enum"]
+        compact.update(minimum=numbers[0], maximum=numbers[-1], multipleOf=steps.pop())
+    return compact

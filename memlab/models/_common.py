@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
@@ -82,3 +82,44 @@ class FrozenSeedModel(BaseModel):
     """Base of immutable domain events: assignment raises."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IllegalStatusTransition(ValueError):
+    """A model's ``status`` was moved between states its state machine does not connect."""
+
+    def __init__(self, source: Any, target: Any, allowed: frozenset, rule: str):
+        names = ", ".join(sorted(str(s.value) for s in allowed)) or "none"
+        super().__init__(f"status: illegal transition {source.value} -> {target.value} "
+                         f"(allowed from {source.value}: {names}; rule: {rule})")
+        self.source, self.target = source, target
+
+
+class StatusMachine(SeedModel):
+    """A seed model whose ``status`` may only move along ``TRANSITIONS`` (assignment checked).
+
+    Subclasses set ``TRANSITIONS`` (state -> states reachable in one move) and ``RULE`` (the
+    machine in words, quoted in the error). Loading a stored model sets any state directly.
+    """
+
+    TRANSITIONS: ClassVar[dict[Any, frozenset]] = {}
+    RULE: ClassVar[str] = ""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "status":
+            current = self.status
+            target = type(current)(value)
+            if target not in self.TRANSITIONS[current]:
+                raise self.illegal(current, target)
+        super().__setattr__(name, value)
+
+    def illegal(self, source: Any, target: Any) -> ValueError:
+        return IllegalStatusTransition(source, target, self.TRANSITIONS[source], self.RULE)
+
+    def transition_to(self, target: Any) -> StatusMachine:
+        """Move to ``target`` if the state machine allows it; returns self.
+
+        Raises:
+            IllegalStatusTransition: the move is not in ``TRANSITIONS``.
+        """
+        self.status = target
+        return self

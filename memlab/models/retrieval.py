@@ -12,11 +12,19 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from memlab.models._common import NonBlankStr, SeedModel, UtcDatetime, new_id, utc_now
+from memlab.models._common import (
+    IllegalStatusTransition,
+    NonBlankStr,
+    SeedModel,
+    StatusMachine,
+    UtcDatetime,
+    new_id,
+    utc_now,
+)
 
 __all__ = [
     "QUERY_TRANSITIONS",
@@ -51,22 +59,15 @@ QUERY_TRANSITIONS: dict[QueryStatus, frozenset[QueryStatus]] = {
 }
 
 
-class IllegalQueryTransition(ValueError):
+class IllegalQueryTransition(IllegalStatusTransition):
     """A query was moved between states the seed's state machine does not connect."""
 
-    def __init__(self, source: QueryStatus, target: QueryStatus):
-        allowed = ", ".join(s.value for s in sorted(QUERY_TRANSITIONS[source])) or "none"
-        super().__init__(
-            f"status: illegal transition {source.value} -> {target.value} "
-            f"(allowed from {source.value}: {allowed}; "
-            "rule: PENDING -> PROCESSING -> COMPLETED | FAILED)"
-        )
-        self.source = source
-        self.target = target
 
-
-class Query(SeedModel):
+class Query(StatusMachine):
     """A user question about the document, with its processing status."""
+
+    TRANSITIONS: ClassVar[dict[Any, frozenset]] = QUERY_TRANSITIONS
+    RULE: ClassVar[str] = "PENDING -> PROCESSING -> COMPLETED | FAILED"
 
     id: str = Field(default_factory=new_id)
     text: NonBlankStr = Field(min_length=1, max_length=1000, description="1-1000 characters")
@@ -83,21 +84,8 @@ class Query(SeedModel):
             raise ValueError(f"must be within the last 24 hours (now is {now.isoformat()})")
         return value
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "status":
-            target = QueryStatus(value)
-            if target not in QUERY_TRANSITIONS[self.status]:
-                raise IllegalQueryTransition(self.status, target)
-        super().__setattr__(name, value)
-
-    def transition_to(self, target: QueryStatus | str) -> Query:
-        """Move to ``target`` if the state machine allows it; returns self.
-
-        Raises:
-            IllegalQueryTransition: the move is not PENDING -> PROCESSING -> COMPLETED | FAILED.
-        """
-        self.status = QueryStatus(target)
-        return self
+    def illegal(self, source: Any, target: Any) -> ValueError:
+        return IllegalQueryTransition(source, target, QUERY_TRANSITIONS[source], self.RULE)
 
     @property
     def is_finished(self) -> bool:

@@ -8,7 +8,7 @@ Ids the seed describes as UUIDs default to a fresh UUID and timestamps to now (U
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
@@ -16,6 +16,7 @@ from memlab.models._common import (
     FrozenSeedModel,
     NonBlankStr,
     SeedModel,
+    StatusMachine,
     UtcDatetime,
     new_id,
     utc_now,
@@ -29,10 +30,14 @@ __all__ = [
     "Lesson",
     "Memory",
     "Observation",
+    "PLAN_TRANSITIONS",
     "PlanStatus",
+    "Profile",
+    "SESSION_TRANSITIONS",
     "Session",
     "SessionStatus",
     "State",
+    "TASK_TRANSITIONS",
     "TaskStatus",
     "Thought",
     "TodoItem",
@@ -67,6 +72,35 @@ class TaskStatus(StrEnum):
     SKIPPED = "skipped"
 
 
+class Profile(StrEnum):
+    """Configuration profile of a session."""
+
+    DEV = "dev"
+    STAGING = "staging"
+    PROD = "prod"
+
+
+_S, _P, _T = SessionStatus, PlanStatus, TaskStatus
+SESSION_TRANSITIONS: dict[SessionStatus, frozenset[SessionStatus]] = {
+    _S.PENDING: frozenset({_S.IN_PROGRESS, _S.FAILED}),
+    _S.IN_PROGRESS: frozenset({_S.COMPLETED, _S.FAILED}),
+    _S.COMPLETED: frozenset(),
+    _S.FAILED: frozenset(),
+}
+PLAN_TRANSITIONS: dict[PlanStatus, frozenset[PlanStatus]] = {
+    _P.ACTIVE: frozenset({_P.COMPLETED, _P.ABANDONED}),
+    _P.COMPLETED: frozenset(),
+    _P.ABANDONED: frozenset(),
+}
+TASK_TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
+    _T.PENDING: frozenset({_T.IN_PROGRESS, _T.SKIPPED, _T.FAILED}),
+    _T.IN_PROGRESS: frozenset({_T.COMPLETED, _T.FAILED, _T.SKIPPED}),
+    _T.COMPLETED: frozenset(),
+    _T.FAILED: frozenset(),
+    _T.SKIPPED: frozenset(),
+}
+
+
 class ActionType(StrEnum):
     """What an Action decides to do."""
 
@@ -76,13 +110,17 @@ class ActionType(StrEnum):
     REPLAN = "replan"
 
 
-class Session(SeedModel):
-    """One agent execution session with a mission."""
+class Session(StatusMachine):
+    """One agent execution session with a mission; ``status`` moves only along
+    ``SESSION_TRANSITIONS`` (a finished session never runs again)."""
+
+    TRANSITIONS: ClassVar[dict[Any, frozenset]] = SESSION_TRANSITIONS
+    RULE: ClassVar[str] = "pending -> in_progress -> completed | failed; pending -> failed"
 
     session_id: NonBlankStr = Field(default_factory=new_id, description="UUID")
-    mission: str
+    mission: NonBlankStr = Field(max_length=4000)
     status: SessionStatus
-    profile: str = Field("dev", description="configuration profile (dev, staging, prod)")
+    profile: Profile = Field(Profile.DEV, description="configuration profile: dev, staging, prod")
     user_id: str | None = None
     created_at: UtcDatetime = Field(default_factory=utc_now)
     updated_at: UtcDatetime = Field(default_factory=utc_now)
@@ -112,8 +150,13 @@ class ExecutionResult(SeedModel):
     duration_ms: float | None = Field(None, ge=0.0)
 
 
-class TodoItem(SeedModel):
-    """One executable step of a plan, with acceptance criteria and dependencies."""
+class TodoItem(StatusMachine):
+    """One executable step of a plan, with acceptance criteria and dependencies; ``status``
+    moves only along ``TASK_TRANSITIONS``."""
+
+    TRANSITIONS: ClassVar[dict[Any, frozenset]] = TASK_TRANSITIONS
+    RULE: ClassVar[str] = ("pending -> in_progress -> completed | failed | skipped; "
+                           "pending -> skipped | failed")
 
     position: int = Field(ge=0, description="0-indexed position in the plan")
     description: str
@@ -124,8 +167,12 @@ class TodoItem(SeedModel):
     execution_result: ExecutionResult | None = None
 
 
-class TodoList(SeedModel):
-    """A plan for a mission: TodoItems whose dependencies form a DAG over their positions."""
+class TodoList(StatusMachine):
+    """A plan for a mission: TodoItems whose dependencies form a DAG over their positions;
+    ``status`` moves only along ``PLAN_TRANSITIONS``."""
+
+    TRANSITIONS: ClassVar[dict[Any, frozenset]] = PLAN_TRANSITIONS
+    RULE: ClassVar[str] = "active -> completed | abandoned"
 
     todolist_id: NonBlankStr = Field(default_factory=new_id, description="UUID")
     session_id: str

@@ -43,9 +43,16 @@ class VectorStore(ABC):
 
     @abstractmethod
     def add(
-        self, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]] | None = None
+        self,
+        ids: list[str],
+        texts: list[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        embeddings: list[list[float]] | None = None,
     ) -> None:
-        """Add (or overwrite) documents; metadata values are str, int, float or bool."""
+        """Add (or overwrite) documents; metadata values are str, int, float or bool.
+
+        ``embeddings`` (one vector per text, from the store's embedder) skips embedding here.
+        """
 
     @abstractmethod
     def query(self, text: str, k: int = 5, where: dict[str, Any] | None = None) -> list[VectorHit]:

@@ -9,7 +9,6 @@ is raised and nothing is written (a unique (session_id, version) key settles rac
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -101,9 +100,6 @@ lessons = Table(
     Column("confidence", Float, nullable=False),
     Column("created_at", TIME, nullable=False),
 )
-
-_WORD = re.compile(r"[a-z0-9]+")
-
 
 def make_engine(url: str | None = None, path: str | Path | None = None) -> Engine:
     """Engine for ``url`` (PostgreSQL via psycopg 3, or any SQLAlchemy URL), else SQLite ``path``."""
@@ -213,17 +209,32 @@ class SqlStore:
             VersionConflictError: the version is stale (or taken concurrently); nothing written.
             StoreError: the session does not exist.
         """
-        row = state.model_dump(mode="json", exclude={"state_id"})
-        row["timestamp"] = state.timestamp
+        with self._versioned_tx(state) as conn:
+            state_id = self._insert_state(conn, state)
+        return state.model_copy(update={"state_id": state_id})
+
+    def save_step(self, entry: ExecutionHistory, todolist: TodoList | None,
+                  state: State) -> tuple[ExecutionHistory, State]:
+        """Record one ReAct step, the plan and the next State in one transaction: after a
+        crash either all three are stored or none is.
+
+        Raises:
+            VersionConflictError: ``state.version`` is stale; nothing is written.
+        """
+        with self._versioned_tx(state) as conn:
+            state_id = self._insert_state(conn, state)
+            history_id = self._insert_history(conn, entry)
+            if todolist is not None:
+                self._upsert_todolist(conn, todolist)
+        return (entry.model_copy(update={"history_id": history_id}),
+                state.model_copy(update={"state_id": state_id}))
+
+    @contextmanager
+    def _versioned_tx(self, state: State) -> Iterator[Connection]:
+        """A transaction that maps a lost version race to VersionConflictError."""
         try:
             with self.engine.begin() as conn:
-                current = self._latest_version(conn, state.session_id)
-                if state.version != current + 1:
-                    raise VersionConflictError(
-                        f"state of session {state.session_id!r}: version {state.version} is "
-                        f"stale; stored version is {current}, so the next must be {current + 1}"
-                    )
-                state_id = conn.execute(insert(states).values(**row)).inserted_primary_key[0]
+                yield conn
         except IntegrityError as exc:
             if self.get_session(state.session_id) is None:
                 raise StoreError(f"state: session {state.session_id!r} does not exist") from exc
@@ -238,7 +249,17 @@ class SqlStore:
                     "another writer"
                 ) from exc
             raise self._operational(exc) from exc
-        return state.model_copy(update={"state_id": state_id})
+
+    def _insert_state(self, conn: Connection, state: State) -> int:
+        current = self._latest_version(conn, state.session_id)
+        if state.version != current + 1:
+            raise VersionConflictError(
+                f"state of session {state.session_id!r}: version {state.version} is "
+                f"stale; stored version is {current}, so the next must be {current + 1}"
+            )
+        row = state.model_dump(mode="json", exclude={"state_id"})
+        row["timestamp"] = state.timestamp
+        return conn.execute(insert(states).values(**row)).inserted_primary_key[0]
 
     @staticmethod
     def _latest_version(conn: Connection, session_id: str) -> int:
@@ -264,15 +285,19 @@ class SqlStore:
     # --- todo lists ----------------------------------------------------------------------------
     def save_todolist(self, todolist: TodoList) -> TodoList:
         """Insert or update a plan (items stored as JSON; sets ``updated_at``)."""
+        with self._tx() as conn:
+            self._upsert_todolist(conn, todolist)
+        return todolist
+
+    @staticmethod
+    def _upsert_todolist(conn: Connection, todolist: TodoList) -> None:
         row = todolist.touch().model_dump(mode="json")
         row["created_at"], row["updated_at"] = todolist.created_at, todolist.updated_at
         key = todolists.c.todolist_id == todolist.todolist_id
-        with self._tx() as conn:
-            if conn.execute(select(todolists.c.todolist_id).where(key)).first():
-                conn.execute(update(todolists).where(key).values(**row))
-            else:
-                conn.execute(insert(todolists).values(**row))
-        return todolist
+        if conn.execute(select(todolists.c.todolist_id).where(key)).first():
+            conn.execute(update(todolists).where(key).values(**row))
+        else:
+            conn.execute(insert(todolists).values(**row))
 
     def get_todolist(self, todolist_id: str) -> TodoList | None:
         with self._tx() as conn:
@@ -293,10 +318,14 @@ class SqlStore:
     # --- execution history ---------------------------------------------------------------------
     def append_history(self, entry: ExecutionHistory) -> ExecutionHistory:
         """Append one ReAct step; returns it with its ``history_id``."""
-        row = entry.model_dump(exclude={"history_id"})
         with self._tx() as conn:
-            new_id = conn.execute(insert(execution_history).values(**row)).inserted_primary_key[0]
+            new_id = self._insert_history(conn, entry)
         return entry.model_copy(update={"history_id": new_id})
+
+    @staticmethod
+    def _insert_history(conn: Connection, entry: ExecutionHistory) -> int:
+        row = entry.model_dump(exclude={"history_id"})
+        return conn.execute(insert(execution_history).values(**row)).inserted_primary_key[0]
 
     def list_history(self, session_id: str) -> list[ExecutionHistory]:
         query = (
@@ -318,31 +347,15 @@ class SqlStore:
             row = conn.execute(select(lessons).where(lessons.c.memory_id == memory_id)).first()
         return None if row is None else Lesson.model_validate(row._asdict())
 
-    def search_lessons(
-        self,
-        tool_name: str | None = None,
-        context: str | None = None,
-        k: int = 5,
-        min_confidence: float = 0.0,
-    ) -> list[Lesson]:
-        """Lessons for ``tool_name`` (exact) and/or similar to ``context`` (shared words).
-
-        Ranked by the number of the context's words found in the lesson's context, lesson and
-        what_worked, then confidence. With a context, lessons sharing no word are left out.
-        """
+    def search_lessons(self, tool_name: str | None = None, k: int | None = None,
+                       min_confidence: float = 0.0) -> list[Lesson]:
+        """Lessons at or above ``min_confidence`` (for ``tool_name`` when given), most
+        confident first. Similarity to a mission is the repository's job (embeddings)."""
         query = select(lessons).where(lessons.c.confidence >= min_confidence)
         if tool_name is not None:
             query = query.where(lessons.c.tool_name == tool_name)
+        query = query.order_by(lessons.c.confidence.desc(), lessons.c.created_at)
+        if k is not None:
+            query = query.limit(k)
         with self._tx() as conn:
-            found = [Lesson.model_validate(r._asdict()) for r in conn.execute(query)]
-        wanted = set(_WORD.findall((context or "").lower()))
-
-        def overlap(item: Lesson) -> int:
-            text = f"{item.context} {item.lesson} {item.what_worked}".lower()
-            return len(wanted & set(_WORD.findall(text)))
-
-        scored = [(overlap(item), item) for item in found]
-        if wanted:
-            scored = [(s, item) for s, item in scored if s > 0]
-        scored.sort(key=lambda pair: (pair[0], pair[1].confidence), reverse=True)
-        return [item for _, item in scored[:k]]
+            return [Lesson.model_validate(r._asdict()) for r in conn.execute(query)]

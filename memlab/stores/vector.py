@@ -185,13 +185,16 @@ class ChromaVectorStore(VectorStore):
                 raise StoreUnavailableError(f"chroma at {self.where_shown}: {exc}") from exc
             raise StoreError(f"chroma at {self.where_shown}: {kind}: {exc}") from exc
 
-    def add(self, ids, texts, metadatas=None) -> None:
-        if len(ids) != len(texts) or (metadatas is not None and len(metadatas) != len(ids)):
-            raise ConfigError("add: ids, texts and metadatas must have the same length")
+    def add(self, ids, texts, metadatas=None, embeddings=None) -> None:
+        if len(ids) != len(texts) or any(
+                x is not None and len(x) != len(ids) for x in (metadatas, embeddings)):
+            raise ConfigError("add: ids, texts, metadatas and embeddings must have the same "
+                              "length")
         if not ids:
             return
         metas = [{**(m or {}), SCOPE_FIELD: self.scope} for m in (metadatas or [{}] * len(ids))]
-        vectors = self.embedder.embed(list(texts))
+        vectors = (np.asarray(embeddings, dtype=np.float32) if embeddings is not None
+                   else self.embedder.embed(list(texts)))
         self._call(
             self.collection.upsert,
             ids=list(ids),

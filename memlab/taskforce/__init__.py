@@ -1,4 +1,4 @@
-"""Seed 004: the Taskforce ReAct agent (planner, tools, versioned state, lessons)."""
+"""Seed 004: the Taskforce ReAct agent (planner, tools, versioned state, lessons, resume)."""
 
 from memlab.taskforce.planner import Planner, execution_order
 from memlab.taskforce.react import SessionResult, TaskforceAgent

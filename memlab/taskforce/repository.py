@@ -2,13 +2,16 @@
 
 This adds the agent's vocabulary on top of :class:`SqlStore`: starting and finishing sessions,
 committing the next State snapshot from a known base version (optimistic locking), recording
-ReAct steps, and finding lessons for a new mission.
+a ReAct step together with its plan and State in one transaction, and finding lessons for a
+new mission.
 
 Lessons are scoped per user: a lesson learned in one user's session is never shown to another
 user's session. The owner of each lesson is kept in one small table of its own,
 ``lesson_owners`` (memory_id, user_id), written before the lesson, so a lesson never exists
 without its owner. Lessons without an owner row (stores written before the table existed) and
-sessions without a user share one anonymous scope.
+sessions without a user share one anonymous scope. Within a scope, a lesson is retrieved for a
+mission when the embedding of its context and lesson is at least ``min_similarity`` (cosine)
+from the mission's: shared filler words ("a", "the") no longer count.
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Column, MetaData, String, Table, insert, select
 
 from memlab.config import Settings
+from memlab.embed.base import Embedder
 from memlab.models.taskforce import (
     ExecutionHistory,
     Lesson,
+    Profile,
     Session,
     SessionStatus,
     State,
@@ -29,7 +35,6 @@ from memlab.models.taskforce import (
 )
 from memlab.stores.sql import SqlStore
 
-_ALL = 2**31 - 1  # search every lesson: the scope filter runs after the store's ranking
 ANONYMOUS = ""
 """The owner recorded for lessons of sessions without a user."""
 
@@ -47,26 +52,37 @@ class TaskforceRepository:
 
     Args:
         store: the SQL store (SQLite file or PostgreSQL).
+        embedder: embeds missions and lessons for retrieval; without one no lesson is found.
+        min_similarity: the cosine a lesson needs to be shown for a mission.
     """
 
-    def __init__(self, store: SqlStore):
-        self.store = store
+    def __init__(self, store: SqlStore, embedder: Embedder | None = None, *,
+                 min_similarity: float = 0.3):
+        self.store, self.embedder, self.min_similarity = store, embedder, min_similarity
         with self.store._tx() as conn:
             _owners_metadata.create_all(conn)
 
     @classmethod
-    def open(cls, workdir: str | Path, settings: Settings | None = None) -> TaskforceRepository:
+    def open(cls, workdir: str | Path, settings: Settings | None = None,
+             embedder: Embedder | None = None, **kwargs: Any) -> TaskforceRepository:
         """PostgreSQL when ``MEMLAB_SQL_URL`` is set, else ``<workdir>/taskforce.sqlite``."""
-        return cls(SqlStore.from_settings(workdir, settings))
+        return cls(SqlStore.from_settings(workdir, settings), embedder, **kwargs)
 
     # sessions -------------------------------------------------------------------------------
     def start_session(self, mission: str, *, user_id: str | None = None,
-                      profile: str = "dev") -> Session:
-        session = Session(mission=mission, status=SessionStatus.IN_PROGRESS, user_id=user_id,
+                      profile: Profile | str = Profile.DEV) -> Session:
+        """A new PENDING session.
+
+        Raises:
+            pydantic.ValidationError: ``mission`` is blank or ``profile`` is not dev, staging
+                or prod (the field is named).
+        """
+        session = Session(mission=mission, status=SessionStatus.PENDING, user_id=user_id,
                           profile=profile)
         return self.store.save_session(session)
 
     def finish_session(self, session: Session, status: SessionStatus) -> Session:
+        """Move ``session`` to ``status`` (guarded: IllegalStatusTransition) and save it."""
         session.status = status
         return self.store.save_session(session)
 
@@ -100,6 +116,17 @@ class TaskforceRepository:
     def record_step(self, entry: ExecutionHistory) -> ExecutionHistory:
         return self.store.append_history(entry)
 
+    def commit_step(self, entry: ExecutionHistory, todolist: TodoList | None,
+                    state_json: dict[str, Any], base_version: int) -> State:
+        """Record a step, save the plan and State ``base_version + 1`` atomically.
+
+        Raises:
+            VersionConflictError: another writer saved a newer version; nothing is written.
+        """
+        state = State(session_id=entry.session_id, state_json=state_json,
+                      version=base_version + 1)
+        return self.store.save_step(entry, todolist, state)[1]
+
     def history(self, session_id: str) -> list[ExecutionHistory]:
         return self.store.list_history(session_id)
 
@@ -111,22 +138,23 @@ class TaskforceRepository:
                                                       user_id=user_id or ANONYMOUS))
         return self.store.add_lesson(lesson)
 
-    def lessons_for(self, mission: str, *, user_id: str | None = None,
-                    tool_names: list[str] | None = None, k: int = 3,
+    def lessons_for(self, mission: str, *, user_id: str | None = None, k: int = 3,
                     min_confidence: float = 0.3) -> list[Lesson]:
-        """``user_id``'s lessons whose context shares words with ``mission``, best first; then,
-        to fill ``k``, their confident lessons about the session's tools."""
+        """``user_id``'s lessons most similar to ``mission`` (cosine of their embeddings at or
+        above ``min_similarity``), best first; none without an embedder."""
         owned = self._owned_by(user_id)
+        candidates = [lesson for lesson in self.store.search_lessons(min_confidence=min_confidence)
+                      if owned(lesson.memory_id)]
+        if not candidates or self.embedder is None or not mission.strip():
+            return []
+        scored = sorted(zip(self.similarities(mission, candidates), candidates, strict=True),
+                        key=lambda pair: (-pair[0], -pair[1].confidence))
+        return [lesson for score, lesson in scored if score >= self.min_similarity][:k]
 
-        def search(**query: str | None) -> list[Lesson]:
-            found = self.store.search_lessons(k=_ALL, min_confidence=min_confidence, **query)
-            return [lesson for lesson in found if owned(lesson.memory_id)][:k]
-
-        found = search(context=mission)
-        for tool in tool_names or []:
-            seen = {f.memory_id for f in found}
-            found += [item for item in search(tool_name=tool) if item.memory_id not in seen]
-        return found[:k]
+    def similarities(self, mission: str, lessons: list[Lesson]) -> list[float]:
+        """Cosine of ``mission`` to each lesson's context and lesson text."""
+        vectors = self.embedder.embed([mission] + [f"{x.context} {x.lesson}" for x in lessons])
+        return [float(v) for v in np.asarray(vectors[1:]) @ np.asarray(vectors[0])]
 
     def _owned_by(self, user_id: str | None):
         """A predicate: is this lesson id in ``user_id``'s scope?"""

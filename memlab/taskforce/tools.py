@@ -2,7 +2,9 @@
 
 A :class:`Tool` takes a dict of arguments and returns an :class:`ExecutionResult`; it never
 raises for a bad call (the error is the observation the agent learns from). ``TOOLS`` maps a
-name to a tool class; a :class:`Toolbox` holds the instances one session may use.
+name to a tool class; a :class:`Toolbox` holds the instances one session may use. Each tool's
+``action`` says which seed Action it is: a ``tool_call`` (calculator, python, file_read,
+file_write, search_documents, text_search), ``ask_user`` or ``complete`` (finish).
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ import math
 import operator
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from memlab.errors import ConfigError
-from memlab.models.taskforce import ExecutionResult
+from memlab.models.retrieval import RetrievedChunk
+from memlab.models.taskforce import ActionType, ExecutionResult
 from memlab.registry import Registry
+from memlab.taskforce.sandbox import run_python_expression
 
 
 class Tool(ABC):
@@ -27,11 +32,18 @@ class Tool(ABC):
         name: the action name the LLM writes.
         description: one line the planner and the ReAct prompt show the LLM.
         parameters: argument name -> short description.
+        max_chars: argument name -> the longest value the model may write (schema maxLength).
+        action: the seed Action type a call of this tool is.
+        idempotent: running it twice with the same arguments leaves the same state (a call
+            interrupted by a crash may be replayed on resume).
     """
 
     name: str = "tool"
     description: str = ""
     parameters: dict[str, str] = {}
+    max_chars: dict[str, int] = {}
+    action: ActionType = ActionType.TOOL_CALL
+    idempotent: bool = True
 
     def run(self, arguments: dict[str, Any]) -> ExecutionResult:
         """Execute with ``arguments``; failures become ``success=False`` with the error text."""
@@ -102,9 +114,26 @@ class CalculatorTool(Tool):
     name = "calculator"
     description = "evaluate an arithmetic expression, e.g. '(12 + 30) * 2' or 'sqrt(2)'"
     parameters = {"expression": "the arithmetic expression"}
+    max_chars = {"expression": 200}
 
     def _run(self, expression: str) -> float | int:
         return safe_eval(str(expression))
+
+
+class PythonTool(Tool):
+    """A Python expression evaluated in a separate, limited process (:mod:`.sandbox`)."""
+
+    name = "python"
+    description = ("evaluate one Python expression (no imports, no files), e.g. "
+                   "'sorted([3, 1, 2])' or 'sum(x * x for x in range(10))'")
+    parameters = {"expression": "the Python expression"}
+    max_chars = {"expression": 300}
+
+    def __init__(self, time_limit_s: float = 5.0):
+        self.time_limit_s = time_limit_s
+
+    def _run(self, expression: str) -> str:
+        return run_python_expression(str(expression), time_limit_s=self.time_limit_s)
 
 
 class _SandboxTool(Tool):
@@ -126,8 +155,9 @@ MAX_FILE_CHARS = 100_000
 
 class FileReadTool(_SandboxTool):
     name = "file_read"
-    description = "read a text file from the sandbox folder"
-    parameters = {"path": "file path relative to the sandbox"}
+    description = "read a text file from the workspace folder"
+    parameters = {"path": "file path relative to the workspace"}
+    max_chars = {"path": 120}
 
     def _run(self, path: str) -> str:
         return self.resolve(path).read_text(encoding="utf-8")[:MAX_FILE_CHARS]
@@ -135,8 +165,9 @@ class FileReadTool(_SandboxTool):
 
 class FileWriteTool(_SandboxTool):
     name = "file_write"
-    description = "write (overwrite) a text file in the sandbox folder"
-    parameters = {"path": "file path relative to the sandbox", "content": "the text to write"}
+    description = "write (overwrite) a text file in the workspace folder"
+    parameters = {"path": "file path relative to the workspace", "content": "the text to write"}
+    max_chars = {"path": 120, "content": 1000}
 
     def _run(self, path: str, content: str) -> str:
         if len(content) > MAX_FILE_CHARS:
@@ -151,6 +182,7 @@ class TextSearchTool(_SandboxTool):
     name = "text_search"
     description = "find lines containing a phrase (case-insensitive) in .txt/.md files"
     parameters = {"query": "the phrase to look for"}
+    max_chars = {"query": 120}
     max_hits = 20
 
     def _run(self, query: str) -> list[str]:
@@ -169,11 +201,74 @@ class TextSearchTool(_SandboxTool):
         return hits
 
 
+Retrieve = Callable[[str], list[RetrievedChunk]]
+AskUser = Callable[[str], str]
+SEARCH_HIT_CHARS = 400
+
+
+class DocumentSearchTool(Tool):
+    """Search over documents ingested into document QA (seed 001), by meaning; no web."""
+
+    name = "search_documents"
+    description = "find the passages of the ingested documents that answer a question"
+    parameters = {"query": "what to look for, as a question or keywords"}
+    max_chars = {"query": 200}
+
+    def __init__(self, retrieve: Retrieve, k: int = 3):
+        self.retrieve, self.k = retrieve, k
+
+    def _run(self, query: str) -> list[str]:
+        if not str(query).strip():
+            raise ValueError("query must not be empty")
+        return [f"[{c.source_document}{_page(c)}, similarity {c.similarity_score:.2f}] "
+                f"{c.content[:SEARCH_HIT_CHARS]}" for c in self.retrieve(str(query))[: self.k]]
+
+
+def _page(chunk: RetrievedChunk) -> str:
+    return f" p.{chunk.page_number}" if chunk.page_number is not None else ""
+
+
+class AskUserTool(Tool):
+    """Ask the user a question (seed action ``ask_user``); the answer is the observation."""
+
+    name = "ask_user"
+    description = "ask the user a question when the mission leaves something undecided"
+    parameters = {"question": "the question"}
+    max_chars = {"question": 200}
+    action = ActionType.ASK_USER
+    idempotent = False  # a person answers: never replayed without asking again
+
+    def __init__(self, ask: AskUser | None = None):
+        self.ask = ask
+
+    def _run(self, question: str) -> str:
+        if self.ask is None:
+            raise RuntimeError("no user is available; decide without asking")
+        return self.ask(str(question))
+
+
+class FinishTool(Tool):
+    """End the current step with its result (seed action ``complete``)."""
+
+    name = "finish"
+    description = "the current step is done: give its result (a number, a short text)"
+    parameters = {"answer": "the step's result"}
+    max_chars = {"answer": 300}
+    action = ActionType.COMPLETE
+
+    def _run(self, answer: str) -> str:
+        return str(answer)
+
+
 TOOLS: Registry[Tool] = Registry("tool")
-TOOLS.register("calculator", CalculatorTool)
-TOOLS.register("file_read", FileReadTool)
-TOOLS.register("file_write", FileWriteTool)
-TOOLS.register("text_search", TextSearchTool)
+TOOLS.register("calculator", CalculatorTool, "arithmetic by AST walk, no eval")
+TOOLS.register("python", PythonTool, "a Python expression in a limited subprocess")
+TOOLS.register("file_read", FileReadTool, "read a file inside the workspace")
+TOOLS.register("file_write", FileWriteTool, "write a file inside the workspace")
+TOOLS.register("text_search", TextSearchTool, "find lines in the workspace's text files")
+TOOLS.register("search_documents", DocumentSearchTool, "search documents ingested by docqa")
+TOOLS.register("ask_user", AskUserTool, "ask the user (seed action ask_user)")
+TOOLS.register("finish", FinishTool, "finish the current step (seed action complete)")
 
 
 class Toolbox:
@@ -183,10 +278,14 @@ class Toolbox:
         self.tools = {tool.name: tool for tool in tools}
 
     @classmethod
-    def default(cls, sandbox: str | Path) -> Toolbox:
-        """Calculator plus the sandboxed file and search tools."""
-        return cls([CalculatorTool(), FileReadTool(sandbox), FileWriteTool(sandbox),
-                    TextSearchTool(sandbox)])
+    def default(cls, workspace: str | Path, *, retrieve: Retrieve | None = None,
+                ask: AskUser | None = None) -> Toolbox:
+        """Calculator, python, file read/write in ``workspace``, a search (over documents
+        ingested by docqa when ``retrieve`` is given, else over the workspace's text files),
+        ask_user and finish."""
+        search = DocumentSearchTool(retrieve) if retrieve else TextSearchTool(workspace)
+        return cls([CalculatorTool(), PythonTool(), FileReadTool(workspace),
+                    FileWriteTool(workspace), search, AskUserTool(ask), FinishTool()])
 
     def get(self, name: str) -> Tool:
         if name not in self.tools:
@@ -194,7 +293,8 @@ class Toolbox:
         return self.tools[name]
 
     def names(self) -> list[str]:
-        return sorted(self.tools)
+        """Tool names in the order the tools were given (the order prompts show them)."""
+        return list(self.tools)
 
     def describe(self) -> str:
         return "\n".join(self.tools[n].describe() for n in self.names())

@@ -1,0 +1,239 @@
+"""One Taskforce session's bookkeeping: its plan, steps, State snapshots, and resuming them.
+
+Each ReAct step is made durable in two writes. Before the action runs, the decision is saved in
+the next State as ``inflight`` (write-ahead); after it, the ExecutionHistory row, the plan and
+the next State (``inflight`` cleared) are committed in one transaction. A session killed at any
+point resumes from its latest State: the same plan, the steps already recorded never run
+again, and a decision left ``inflight`` is carried out from the State (no new model call).
+Only a crash between an action and its commit can repeat that one action; every tool but
+``ask_user`` is idempotent (the same arguments leave the same state), and ``ask_user`` asks
+again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from memlab.errors import MemlabError
+from memlab.models.taskforce import (
+    Action,
+    ActionType,
+    ExecutionHistory,
+    Lesson,
+    Observation,
+    PlanStatus,
+    Session,
+    SessionStatus,
+    State,
+    TaskStatus,
+    Thought,
+    TodoList,
+)
+from memlab.taskforce.lessons import extract_lessons
+from memlab.taskforce.planner import execution_order
+from memlab.taskforce.steps import StepDecision
+
+if TYPE_CHECKING:
+    from memlab.taskforce.react import TaskforceAgent
+
+log = logging.getLogger(__name__)
+
+Event = Thought | Action | Observation
+OBSERVATION_CHARS = 500
+
+
+class SessionRun:
+    """The mutable bookkeeping of one session (kept off the agent so sessions never mix).
+
+    Args:
+        state: the latest State of a session to resume (None: a new session).
+    """
+
+    def __init__(self, agent: TaskforceAgent, session: Session, state: State | None = None):
+        self.agent, self.session, self.repo = agent, session, agent.repo
+        saved: dict[str, Any] = state.state_json if state else {}
+        self.version = state.version if state else 0
+        self.step_id: int = saved.get("step_id", 0)
+        self.replans: int = saved.get("replans", 0)
+        self.answers = {int(k): v for k, v in (saved.get("answers") or {}).items()}
+        self.pending_question: str | None = saved.get("pending_question")
+        self.current: int | None = saved.get("current_step")
+        self.item_steps: list[str] = list(saved.get("item_steps") or [])
+        self.inflight: dict[str, Any] | None = saved.get("inflight")
+        self.error: str | None = None
+        self.todolist: TodoList | None = (self.repo.get_plan(saved["todolist_id"])
+                                          if saved.get("todolist_id") else None)
+        self.events: list[Event] = []
+        self.lessons = self.repo.lessons_for(session.mission, user_id=session.user_id)
+        self.learned: list[Lesson] = []
+
+    # --- the session ---------------------------------------------------------------------------
+    def execute(self) -> Generator[Event, None, None]:
+        if self.session.status is SessionStatus.PENDING:
+            self.session = self.repo.finish_session(self.session, SessionStatus.IN_PROGRESS)
+            self.save_state()
+        if self.todolist is None:
+            self.plan()
+        if self.inflight is not None:  # decided before a crash, maybe not carried out
+            item = self.todolist.item(self.current)
+            if item.status is TaskStatus.PENDING:
+                item.status = TaskStatus.IN_PROGRESS
+            yield from self.carry_out(StepDecision.model_validate(self.inflight), self.current)
+        while True:
+            position = self.next_item()
+            if position is None:
+                break
+            outcome = yield from self.run_item(position)
+            if outcome not in ("completed", "replan"):
+                return self.fail(f"item {position} failed: {outcome}")
+        self.succeed()
+
+    def next_item(self) -> int | None:
+        """The item in progress (after a resume), else the first pending one in DAG order."""
+        if self.current is not None and \
+                self.todolist.item(self.current).status is TaskStatus.IN_PROGRESS:
+            return self.current
+        order = [p for p in execution_order(self.todolist)
+                 if self.todolist.item(p).status is TaskStatus.PENDING]
+        return order[0] if order else None
+
+    def plan(self, progress: str = "") -> None:
+        mission = self.session.mission + (f"\nProgress so far: {progress}" if progress else "")
+        self.todolist = self.agent.planner.plan(
+            self.session.session_id, mission, tools=self.agent.toolbox.describe(),
+            lessons=self.lessons)
+        self.todolist.mission = self.session.mission
+        self.repo.save_plan(self.todolist)
+        self.save_state()
+
+    def run_item(self, position: int) -> Generator[Event, None, str]:
+        item = self.todolist.item(position)
+        if item.status is TaskStatus.PENDING:
+            item.status = TaskStatus.IN_PROGRESS
+            self.current, self.item_steps = position, []
+        while len(self.item_steps) < self.agent.max_steps_per_item:
+            decision = self.agent.decide(self, position)
+            outcome = yield from self.carry_out(decision, position)
+            if outcome:
+                return outcome
+        item.status = TaskStatus.FAILED
+        return f"no result after {self.agent.max_steps_per_item} steps"
+
+    def carry_out(self, decision: StepDecision, position: int
+                  ) -> Generator[Event, None, str | None]:
+        """Emit the step's events, save it inflight, act, and commit the step."""
+        sid = self.session.session_id
+        yield self.emit(Thought(session_id=sid, step_id=self.step_id, content=decision.thought))
+        yield self.emit(Action(session_id=sid, step_id=self.step_id,
+                               action_type=decision.action, action_data=decision.action_data()))
+        self.inflight = decision.model_dump(mode="json")
+        self.save_state()
+        outcome, observation = self.act(decision, position)
+        yield self.emit(observation)
+        self.item_steps.append(f"{decision.tool} {decision.arguments} -> "
+                               f"{observed(observation)}")
+        self.inflight = None
+        self.commit(decision, observation)
+        return outcome
+
+    def act(self, decision: StepDecision, position: int) -> tuple[str | None, Observation]:
+        """Carry out the action; returns (outcome or None to keep going, observation)."""
+        item = self.todolist.item(position)
+        tool = self.agent.toolbox.get(decision.tool)
+        if decision.action is ActionType.ASK_USER:
+            self.pending_question = decision.arguments.get("question") or decision.thought
+        result = tool.run(decision.arguments)
+        if decision.action is ActionType.ASK_USER and result.success:
+            self.pending_question = None
+        if decision.action is ActionType.COMPLETE:
+            self.answers[position] = result.output
+            item.status = TaskStatus.COMPLETED
+            return "completed", self.observation(result.output, True)
+        if decision.action is ActionType.REPLAN:
+            return self.replan()
+        if decision.action is ActionType.TOOL_CALL:
+            item.chosen_tool, item.execution_result = decision.tool, result
+        return None, self.observation(result.output, result.success, result.error)
+
+    def replan(self) -> tuple[str | None, Observation]:
+        if self.replans >= self.agent.max_replans:
+            return None, self.observation(None, False, "replan limit reached; finish this step")
+        self.replans += 1
+        self.todolist.status = PlanStatus.ABANDONED
+        self.repo.save_plan(self.todolist)
+        self.current, self.item_steps = None, []
+        self.plan(progress=f"results so far {self.answers}")
+        return "replan", self.observation("new plan made", True)
+
+    # --- events, history, states ---------------------------------------------------------------
+    def observation(self, result: Any, success: bool, error: str | None = None) -> Observation:
+        return Observation(session_id=self.session.session_id, step_id=self.step_id,
+                           result=result, success=success, error=error)
+
+    def emit(self, event: Event) -> Event:
+        self.events.append(event)
+        return event
+
+    def commit(self, decision: StepDecision, observation: Observation) -> None:
+        """The step's history row, the plan and the next State, in one transaction."""
+        action = decision.tool if decision.action is ActionType.TOOL_CALL \
+            else decision.action.value
+        entry = ExecutionHistory(session_id=self.session.session_id, step_id=self.step_id,
+                                 thought=decision.thought, action=action,
+                                 observation=observed(observation))
+        self.step_id += 1
+        state = self.repo.commit_step(entry, self.todolist, self.state_json(), self.version)
+        self.version = state.version
+
+    def save_state(self) -> None:
+        """Commit the next State version; a stale base version raises VersionConflictError."""
+        state = self.repo.commit_state(self.session.session_id, self.state_json(), self.version)
+        self.version = state.version
+
+    def state_json(self) -> dict[str, Any]:
+        return {"mission": self.session.mission, "status": self.session.status.value,
+                "answers": {str(k): jsonable(v) for k, v in self.answers.items()},
+                "pending_question": self.pending_question,
+                "todolist_id": self.todolist.todolist_id if self.todolist else None,
+                "current_step": self.current, "step_id": self.step_id,
+                "item_steps": self.item_steps, "inflight": self.inflight,
+                "replans": self.replans, "error": self.error}
+
+    # --- endings -------------------------------------------------------------------------------
+    def succeed(self) -> None:
+        self.todolist.status = PlanStatus.COMPLETED
+        self.repo.save_plan(self.todolist)
+        self.session = self.repo.finish_session(self.session, SessionStatus.COMPLETED)
+        self.current = None
+        self.save_state()
+        history = self.repo.history(self.session.session_id)
+        try:
+            self.learned = extract_lessons(self.agent.llm, self.todolist, history)
+        except MemlabError as exc:  # the mission succeeded; a lesson we cannot parse is lost
+            log.warning("no lessons from session %s: %s", self.session.session_id, exc)
+        for lesson in self.learned:
+            self.repo.add_lesson(lesson, user_id=self.session.user_id)
+
+    def fail(self, error: str) -> None:
+        self.error = error
+        if self.todolist is not None:
+            for item in self.todolist.items:
+                if item.status in (TaskStatus.PENDING, TaskStatus.IN_PROGRESS):
+                    item.status = TaskStatus.FAILED if item.position == self.current \
+                        else TaskStatus.SKIPPED
+            self.repo.save_plan(self.todolist)
+        self.session = self.repo.finish_session(self.session, SessionStatus.FAILED)
+        latest = self.repo.latest_state(self.session.session_id)
+        self.version = latest.version if latest else 0  # record the failure on top of any writer
+        self.save_state()
+
+
+def observed(observation: Observation) -> str:
+    text = str(observation.result) if observation.success else f"error: {observation.error}"
+    return text[:OBSERVATION_CHARS]
+
+
+def jsonable(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool | type(None)) else str(value)
