@@ -130,7 +130,7 @@ class DocumentQA:
     """Retrieval agent over ingested documents.
 
     Args:
-        llm: writes the answers.
+        llm: writes the answers (None: ingest and retrieve only; a question then FAILS).
         store: the vector store holding the chunks (its scope is the collection).
         k: chunks retrieved per query.
         min_similarity: chunks below this similarity are not used.
@@ -139,7 +139,7 @@ class DocumentQA:
         json_retries: re-asks of an answer that is not a valid AnswerDraft.
     """
 
-    def __init__(self, llm: LLMClient, store: VectorStore, *, k: int = 4,
+    def __init__(self, llm: LLMClient | None, store: VectorStore, *, k: int = 4,
                  min_similarity: float = 0.0, max_tokens: int = 256,
                  conversations: ConversationLog | None = None, json_retries: int = 1):
         if k < 1:
@@ -149,7 +149,7 @@ class DocumentQA:
         self.conversations, self.json_retries = conversations, json_retries
 
     @classmethod
-    def from_settings(cls, llm: LLMClient, embedder: Embedder, workdir: str | Path, *,
+    def from_settings(cls, llm: LLMClient | None, embedder: Embedder, workdir: str | Path, *,
                       collection: str = "book", settings: Settings | None = None,
                       **kwargs: Any) -> DocumentQA:
         """Chroma in ``<workdir>/chroma`` (or ``MEMLAB_CHROMA_URL``), scoped to ``collection``;
@@ -229,6 +229,8 @@ class DocumentQA:
         history = (self.conversations.recent(query.session_id)
                    if self.conversations is not None and query.session_id else [])
         chunks = self.retrieve(query.text, history)
+        if self.llm is None:
+            raise ConfigError("llm: this DocumentQA has no model; it can only retrieve")
         if not chunks:
             raise LookupError(f"no document chunk at similarity >= {self.min_similarity}; "
                               "ingest a document first")

@@ -145,7 +145,58 @@ def cycle_view(stats: Any) -> pd.Series:
     return pd.Series(stats.model_dump(mode="json"), dtype=object)
 
 
-__all__ = ["RunSpec", "build_suite", "chat", "consolidated_memories", "costs", "cycle_view",
+# ---------------------------------------------------------------- seeds 001, 003, 004
+DOCQA_DIR = "results/docqa"
+TASKFORCE_DIR = "results/taskforce"
+
+
+def make_docqa(workdir: str | Path = DOCQA_DIR, *, llm: Any = None, embedder: Any = None,
+               collection: str = "book", k: int = 4):
+    """Document QA (seed 001) over the chunks ingested into ``workdir`` (chroma there, or
+    ``MEMLAB_CHROMA_URL``). Without ``llm`` it ingests and retrieves but cannot answer;
+    ``embedder`` is built from settings when None."""
+    from memlab.docqa import DocumentQA
+
+    return DocumentQA.from_settings(llm, embedder or make_embedder(), workdir,
+                                    collection=collection, k=k)
+
+
+def make_taskforce(workdir: str | Path = TASKFORCE_DIR, *, llm: Any = None, embedder: Any = None,
+                   docs: Any = None, ask: Any = None, **kwargs: Any):
+    """The Taskforce agent (seed 004) with its SQL store in ``workdir`` (or
+    ``MEMLAB_SQL_URL``) and its six tools; file tools work in ``<workdir>/workspace``.
+
+    Args:
+        docs: a DocumentQA whose ingested documents ``search_documents`` searches (None: the
+            search covers the workspace's text files instead).
+        ask: answers ``ask_user`` (None: no user is available).
+        **kwargs: TaskforceAgent options (``max_steps_per_item``...).
+    """
+    from memlab.taskforce import TaskforceAgent, TaskforceRepository, Toolbox
+
+    embedder = embedder or make_embedder()
+    repo = TaskforceRepository.open(workdir, embedder=embedder)
+    toolbox = Toolbox.default(Path(workdir) / "workspace",
+                              retrieve=docs.retrieve if docs is not None else None, ask=ask)
+    return TaskforceAgent(llm or make_llm(), repo, toolbox, **kwargs)
+
+
+def decide(input_path: str | Path, output_dir: str | Path = "results/decision", *,
+           llm: Any = None, session_id: str | None = None, on_turn: Any = None):
+    """The prioritisation debate (seed 003) on a UserInput JSON file; the final state.
+
+    Round files and the final ranking go to ``output_dir``; a ``session_id`` whose round files
+    are there resumes after the last one.
+    """
+    from memlab.decision.debate import DecisionDebate
+    from memlab.decision.outputs import read_user_input
+
+    user = read_user_input(input_path)
+    debate = DecisionDebate(llm or make_llm(), output_dir=output_dir, on_turn=on_turn)
+    return debate.run(user, session_id=session_id)
+
+
+__all__ = ["RunSpec", "build_suite", "chat", "decide", "make_docqa", "make_taskforce", "consolidated_memories", "costs", "cycle_view",
            "make_agent", "make_embedder", "make_llm", "recall_view", "run", "run_condition",
            "run_summary", "schemas_formed", "schemas_used", "scores_by_type", "sleep_stats",
            "table2", "transcripts"]

@@ -25,7 +25,7 @@ from memlab.models.taskforce import (
 from memlab.stores.sql import SqlStore
 from memlab.taskforce.lessons import EXTRACT_SYSTEM
 from memlab.taskforce.planner import PLANNER_SYSTEM, Planner, execution_order
-from memlab.taskforce.react import REACT_SYSTEM, TaskforceAgent
+from memlab.taskforce.react import CHECK_SYSTEM, REACT_SYSTEM, TaskforceAgent
 from memlab.taskforce.repository import TaskforceRepository
 from memlab.taskforce.tools import Toolbox
 
@@ -47,8 +47,9 @@ LESSONS = {"lessons": [{
 class Script:
     """Routes on the system prompt; computes each step's expression from its dependencies."""
 
-    def __init__(self, plan=PLAN, bad_plan_first=False):
+    def __init__(self, plan=PLAN, bad_plan_first=False, verdicts=()):
         self.plan, self.bad_plan_first = plan, bad_plan_first
+        self.verdicts, self.checks = list(verdicts), []
         self.planner_prompts: list[str] = []
         self.step_prompts: list[str] = []
 
@@ -63,6 +64,9 @@ class Script:
             return json.dumps(self.plan)
         if system == EXTRACT_SYSTEM:
             return json.dumps(LESSONS)
+        if system == CHECK_SYSTEM:
+            self.checks.append(user)
+            return self.verdicts.pop(0) if self.verdicts else "yes"
         assert system == REACT_SYSTEM
         self.step_prompts.append(user)
         return json.dumps(self.step(user))
@@ -288,3 +292,19 @@ def test_garbage_from_the_model_fails_the_session_cleanly(repo, tmp_path):
     assert [i.status for i in plan.items] == [TaskStatus.FAILED, TaskStatus.SKIPPED,
                                               TaskStatus.SKIPPED]
     assert not repo.lessons_for(MISSION)
+
+
+def test_after_a_successful_call_the_model_judges_the_step_and_may_not_repeat_the_call(
+        repo, tmp_path):
+    script = Script(verdicts=["no"])  # item 0: the first result is judged not enough
+    llm = FakeLLM([script])
+    result = TaskforceAgent(llm, repo, Toolbox.default(tmp_path)).run(MISSION)
+    assert result.succeeded
+    assert "Last result: 36" in script.checks[0] and "Acceptance criteria: a number" in \
+        script.checks[0]
+    assert [p["choices"] for p in llm.params if p["choices"]][0] == ["yes", "no"]
+    guarded = script.step_prompts[1]  # the step after "no": calculator is not offered
+    assert "calculator(" not in guarded and "finish(" in guarded
+    schema = json.dumps(llm.params[len(script.planner_prompts) + 2]["json_schema"])
+    assert '"const": "calculator"' not in schema and '"const": "finish"' in schema
+    assert result.answers[0] == "36"  # the script finished with the observed result

@@ -82,15 +82,15 @@ def test_killed_while_the_model_decides_redecides_that_step(tmp_path):
     repo = open_repo(tmp_path)
     script, calls = Script(), {"n": 0}
 
-    def dies_on_the_fourth_step_call(messages):
+    def dies_on_the_second_step_call(messages):
         if messages[0].content.startswith("You are a ReAct"):
             calls["n"] += 1
-            if calls["n"] == 4:
+            if calls["n"] == 2:
                 raise Killed
         return script(messages)
 
     with pytest.raises(Killed):
-        agent_with(repo, tmp_path, log, llm=FakeLLM([dies_on_the_fourth_step_call])).run(MISSION)
+        agent_with(repo, tmp_path, log, llm=FakeLLM([dies_on_the_second_step_call])).run(MISSION)
     session = only_session(repo)
     assert repo.latest_state(session.session_id).state_json["inflight"] is None
     result = agent_with(repo, tmp_path, log).resume(session.session_id)

@@ -29,10 +29,12 @@ Start here:
   memlab run -c sleep -s persona   one condition on one suite, printed summary
   memlab conditions / suites       what can be run, one line each
   memlab lab                       JupyterLab on the notebooks (tour.ipynb first)
+  memlab docqa / decide / taskforce   the seed systems: document QA, the major debate, the
+                                   ReAct task agent
 """
 EPILOG = "Each command has its own help: memlab <command> --help"
 # Modules of memlab.cli that add commands, in the order --help lists them.
-COMMAND_MODULES = ("runs", "serving", "listings")
+COMMAND_MODULES = ("runs", "serving", "seeds", "listings")
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -91,6 +91,23 @@ def write_final(output_dir: Path, state: ConversationState, stats: DebateStats) 
     return path
 
 
+def read_user_input(path: str | Path) -> UserInput:
+    """A UserInput JSON file, validated by the seed's rules.
+
+    Raises:
+        ConfigError: missing, not JSON, or a rule fails (names the file and the field).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"input: no file at {path}")
+    try:
+        return UserInput.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not JSON: {exc}") from None
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {fields_message(exc.errors())}") from None
+
+
 def read_round(path: Path, number: int) -> dict[str, Any]:
     """A round file, validated by its output model.
 

@@ -24,6 +24,10 @@ SAATY_GUIDE = (
     "1.0-9.0 in 0.5 steps: 1 equal, 2 slightly, 3 clearly, 4 very, 5 essentially, 5.5-7 "
     "extremely, 7.5-9 absolutely (rare) more important. Keep the judgements consistent (if A > B "
     "and B > C then A > C by more).")
+CRITERIA_GUIDE = (
+    "A criterion is a quality of a major on which the candidates differ, judged for this "
+    "student: for example career prospects, fit with favourite subjects, workload, or "
+    "closeness to the student's values. Name it in 1-4 words.")
 SCORE_GUIDE = (
     "Scores 1.0-9.0 in 0.5 steps: 1-3 poor fit, 3.5-5.5 moderate, 6-9 good fit (9 rare). Most "
     "scores lie in 3-7; use the same score at most 3 times; 8-9 and 1-2 only in clear cases.")
@@ -55,7 +59,8 @@ def round_context(round_no: int, user: UserInput, criteria: list[str],
     majors = ", ".join(user.candidate_majors)
     lines = [f"Candidate majors: {majors}."]
     if round_no == 1:
-        lines.append(f"The Director will keep exactly {user.settings.max_criteria} criteria.")
+        lines += [CRITERIA_GUIDE,
+                  f"The Director will keep exactly {user.settings.max_criteria} criteria."]
     if round_no == 2:
         lines += [f"Criteria: {', '.join(criteria)}.", SAATY_GUIDE]
     if round_no == 3:

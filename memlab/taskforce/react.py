@@ -38,6 +38,11 @@ REACT_SYSTEM = (
     "You are a ReAct task agent. Work on the current step only. Think in one sentence, then "
     "call one tool. When the step's acceptance criteria are met, call finish with the step's "
     "result.")
+CHECK_SYSTEM = (
+    "You check a task agent's work. Answer yes if the last result completes the current step "
+    "(it meets the acceptance criteria), else no.")
+NEXT_STEP = ("If the last observation gives the current step's result, call finish with it; "
+             "otherwise call the tool that gets it.")
 STEP_INSTRUCTION = (
     'Reply with only a JSON object: {"thought": "<one sentence>", "tool": "<a tool name from '
     'the list>", "arguments": {<that tool\'s arguments by name>}}')
@@ -86,7 +91,7 @@ class TaskforceAgent:
         self.planner = Planner(llm)
         self.max_steps_per_item, self.max_replans = max_steps_per_item, max_replans
         self.max_tokens, self.json_retries = max_tokens, json_retries
-        self.step_model = step_model(toolbox)
+        self._step_models = {(): step_model(toolbox)}
         self.reasks = 0
 
     def run(self, mission: str, *, user_id: str | None = None,
@@ -135,11 +140,31 @@ class TaskforceAgent:
     # --- one step ------------------------------------------------------------------------------
     def decide(self, run: SessionRun, position: int) -> StepDecision:
         """The model's Thought and Action for the current item (re-asked when invalid)."""
-        reply = complete_json_reply(self.llm, self.step_messages(run, position), self.step_model,
+        reply = complete_json_reply(self.llm, self.step_messages(run, position),
+                                    self.step_model(run.repeat_guard()),
                                     max_retries=self.json_retries, max_tokens=self.max_tokens,
                                     instruction=STEP_INSTRUCTION)
         self.reasks += reply.reasks
         return to_decision(reply.value, self.toolbox)
+
+    def step_done(self, run: SessionRun, position: int, result: Any) -> bool:
+        """Ask the model whether ``result`` (the last successful call's) completes the item:
+        one constrained word, yes or no."""
+        item = run.todolist.item(position)
+        question = (f"Mission: {run.session.mission}\nCurrent step: {item.description}\n"
+                    f"Acceptance criteria: {'; '.join(item.acceptance_criteria)}\n"
+                    f"Work so far:\n" + "\n".join(run.item_steps)
+                    + f"\nLast result: {str(result)[:500]}\nDoes the last result complete the "
+                    "current step? Answer yes or no.")
+        reply = self.llm.complete([Message(role="system", content=CHECK_SYSTEM),
+                                   Message(role="user", content=question)],
+                                  max_tokens=2, choices=["yes", "no"])
+        return reply.text.strip().lower().startswith("y")
+
+    def step_model(self, exclude: tuple[str, ...]) -> type:
+        if exclude not in self._step_models:
+            self._step_models[exclude] = step_model(self.toolbox, exclude)
+        return self._step_models[exclude]
 
     def step_messages(self, run: SessionRun, position: int) -> list[Message]:
         todolist = run.todolist
@@ -153,8 +178,9 @@ class TaskforceAgent:
                  f"Current step: {position}. {item.description}\nAcceptance criteria: "
                  + "; ".join(item.acceptance_criteria),
                  f"Results of dependencies: {deps}" if deps else "",
-                 f"Tools:\n{self.toolbox.describe()}",
-                 "Observations so far:\n" + ("\n".join(run.item_steps) or "none")]
+                 f"Tools:\n{self.toolbox.describe(exclude=run.repeat_guard())}",
+                 "Observations so far:\n" + ("\n".join(run.item_steps) or "none"),
+                 NEXT_STEP if run.item_steps else ""]
         return [Message(role="system", content=REACT_SYSTEM),
                 Message(role="user", content="\n\n".join(p for p in parts if p))]
 

@@ -61,6 +61,7 @@ class SessionRun:
         self.pending_question: str | None = saved.get("pending_question")
         self.current: int | None = saved.get("current_step")
         self.item_steps: list[str] = list(saved.get("item_steps") or [])
+        self.last_success: str | None = saved.get("last_success")
         self.inflight: dict[str, Any] | None = saved.get("inflight")
         self.error: str | None = None
         self.todolist: TodoList | None = (self.repo.get_plan(saved["todolist_id"])
@@ -112,9 +113,9 @@ class SessionRun:
         item = self.todolist.item(position)
         if item.status is TaskStatus.PENDING:
             item.status = TaskStatus.IN_PROGRESS
-            self.current, self.item_steps = position, []
+            self.current, self.item_steps, self.last_success = position, [], None
         while len(self.item_steps) < self.agent.max_steps_per_item:
-            decision = self.agent.decide(self, position)
+            decision = self.checked_finish(position) or self.agent.decide(self, position)
             outcome = yield from self.carry_out(decision, position)
             if outcome:
                 return outcome
@@ -134,6 +135,8 @@ class SessionRun:
         yield self.emit(observation)
         self.item_steps.append(f"{decision.tool} {decision.arguments} -> "
                                f"{observed(observation)}")
+        self.last_success = decision.tool if observation.success and \
+            decision.action is ActionType.TOOL_CALL else None
         self.inflight = None
         self.commit(decision, observation)
         return outcome
@@ -167,6 +170,23 @@ class SessionRun:
         self.plan(progress=f"results so far {self.answers}")
         return "replan", self.observation("new plan made", True)
 
+    def checked_finish(self, position: int) -> StepDecision | None:
+        """After a successful tool call, finish the item with its output if the model judges
+        that it completes the item (small models otherwise repeat the call)."""
+        result = self.todolist.item(position).execution_result
+        if not self.last_success or result is None:
+            return None
+        if not self.agent.step_done(self, position, result.output):
+            return None
+        return StepDecision(thought=f"The result of {self.last_success} completes this step.",
+                            tool="finish", arguments={"answer": jsonable(result.output)},
+                            action=ActionType.COMPLETE)
+
+    def repeat_guard(self) -> tuple[str, ...]:
+        """Tools not offered at the next step: the one whose call just succeeded (see
+        :mod:`memlab.taskforce.steps`)."""
+        return (self.last_success,) if self.last_success else ()
+
     # --- events, history, states ---------------------------------------------------------------
     def observation(self, result: Any, success: bool, error: str | None = None) -> Observation:
         return Observation(session_id=self.session.session_id, step_id=self.step_id,
@@ -198,7 +218,8 @@ class SessionRun:
                 "pending_question": self.pending_question,
                 "todolist_id": self.todolist.todolist_id if self.todolist else None,
                 "current_step": self.current, "step_id": self.step_id,
-                "item_steps": self.item_steps, "inflight": self.inflight,
+                "item_steps": self.item_steps, "last_success": self.last_success,
+                "inflight": self.inflight,
                 "replans": self.replans, "error": self.error}
 
     # --- endings -------------------------------------------------------------------------------

@@ -5,6 +5,11 @@ is a union with one branch per tool, whose ``tool`` is that name and whose ``arg
 exactly that tool's parameters. A local model's grammar can therefore only name a real tool
 with its real arguments (it once wrote ``"calculator(expression: ...)"`` as a tool name), and a
 remote model that strays fails validation and is re-asked with the error.
+
+A successful tool call is not offered again at the very next step of the same item: a small
+model otherwise repeats its last call instead of finishing (the 0.5B model called the
+calculator with ``12 * 3 + 6`` four times, its thought saying "call finish"). Calling it again
+after another tool, or after a failed call, stays possible.
 """
 
 from __future__ import annotations
@@ -35,10 +40,13 @@ class StepDecision(BaseModel):
         return {"tool": self.tool, "arguments": self.arguments}
 
 
-def step_model(toolbox: Toolbox) -> type[RootModel]:
-    """The reply model of one step: a union of one ``{thought, tool, arguments}`` per tool."""
+def step_model(toolbox: Toolbox, exclude: tuple[str, ...] = ()) -> type[RootModel]:
+    """The reply model of one step: a union of one ``{thought, tool, arguments}`` per tool
+    (but the ``exclude``d ones)."""
     branches = []
     for name in toolbox.names():
+        if name in exclude:
+            continue
         tool = toolbox.get(name)
         arguments = create_model(
             f"{_camel(name)}Arguments", __base__=_Strict,

@@ -112,7 +112,8 @@ def _eval(node: ast.AST) -> Any:
 
 class CalculatorTool(Tool):
     name = "calculator"
-    description = "evaluate an arithmetic expression, e.g. '(12 + 30) * 2' or 'sqrt(2)'"
+    description = ("evaluate an arithmetic expression written with the mission's numbers "
+                   "(+ - * / ** and sqrt, log, round...)")
     parameters = {"expression": "the arithmetic expression"}
     max_chars = {"expression": 200}
 
@@ -124,8 +125,8 @@ class PythonTool(Tool):
     """A Python expression evaluated in a separate, limited process (:mod:`.sandbox`)."""
 
     name = "python"
-    description = ("evaluate one Python expression (no imports, no files), e.g. "
-                   "'sorted([3, 1, 2])' or 'sum(x * x for x in range(10))'")
+    description = ("evaluate one Python expression (no imports, no files): lists, strings, "
+                   "sorted, sum, len, range, comprehensions")
     parameters = {"expression": "the Python expression"}
     max_chars = {"expression": 300}
 
@@ -296,5 +297,5 @@ class Toolbox:
         """Tool names in the order the tools were given (the order prompts show them)."""
         return list(self.tools)
 
-    def describe(self) -> str:
-        return "\n".join(self.tools[n].describe() for n in self.names())
+    def describe(self, exclude: tuple[str, ...] = ()) -> str:
+        return "\n".join(self.tools[n].describe() for n in self.names() if n not in exclude)
