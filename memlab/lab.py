@@ -181,6 +181,36 @@ def make_taskforce(workdir: str | Path = TASKFORCE_DIR, *, llm: Any = None, embe
     return TaskforceAgent(llm or make_llm(), repo, toolbox, **kwargs)
 
 
+def shipped_data(name: str) -> Path:
+    """A file or folder of the checkout's ``data/`` (the sample documents, debate input and
+    mission set).
+
+    Raises:
+        ConfigError: not there (they ship with the source, not inside the wheel).
+    """
+    from memlab.errors import ConfigError
+
+    path = Path(__file__).resolve().parent.parent / "data" / name
+    if not path.exists():
+        raise ConfigError(f"data/{name} ships with memlab's source checkout, not the wheel; "
+                          "pass a path of your own")
+    return path
+
+
+def taskforce_session(agent: Any, mission: str | None = None, *, session_id: str | None = None,
+                      user_id: str | None = None):
+    """Run ``mission`` as a new session, or finish the stopped session ``session_id``, or
+    (when it already finished) reload it; its SessionResult."""
+    from memlab.models.taskforce import SessionStatus
+
+    if session_id is None:
+        return agent.run(mission, user_id=user_id)
+    session = agent.repo.get_session(session_id)
+    if session is not None and session.status in (SessionStatus.COMPLETED, SessionStatus.FAILED):
+        return agent.load(session_id)
+    return agent.resume(session_id)
+
+
 def decide(input_path: str | Path, output_dir: str | Path = "results/decision", *,
            llm: Any = None, session_id: str | None = None, on_turn: Any = None):
     """The prioritisation debate (seed 003) on a UserInput JSON file; the final state.
@@ -196,7 +226,8 @@ def decide(input_path: str | Path, output_dir: str | Path = "results/decision", 
     return debate.run(user, session_id=session_id)
 
 
-__all__ = ["RunSpec", "build_suite", "chat", "decide", "make_docqa", "make_taskforce", "consolidated_memories", "costs", "cycle_view",
+__all__ = ["RunSpec", "build_suite", "chat", "decide", "make_docqa", "make_taskforce",
+           "shipped_data", "taskforce_session", "consolidated_memories", "costs", "cycle_view",
            "make_agent", "make_embedder", "make_llm", "recall_view", "run", "run_condition",
            "run_summary", "schemas_formed", "schemas_used", "scores_by_type", "sleep_stats",
            "table2", "transcripts"]

@@ -27,7 +27,8 @@ papermill = pytest.importorskip("papermill", reason="papermill is a core depende
 from papermill.exceptions import PapermillExecutionError  # noqa: E402
 
 CHECKOUT_NOTEBOOKS = Path(__file__).resolve().parent.parent / "memlab" / "notebooks"
-NAMES = ("condition", "sleep_probes", "paper", "tour")
+SEEDS_DATA = Path(__file__).resolve().parent.parent / "data"
+NAMES = ("condition", "sleep_probes", "paper", "tour", "docqa", "decision", "taskforce")
 TINY_LTM = {"examples": 1, "types": ["colours", "shopping"]}
 
 
@@ -61,7 +62,7 @@ def test_the_package_ships_exactly_the_checkout_notebooks():
 
 def test_an_unknown_notebook_name_lists_the_known_ones():
     with pytest.raises(ConfigError, match="notebook 'tuor' is not shipped by memlab; known: "
-                                          "condition, sleep_probes, paper, tour"):
+                                          "condition, sleep_probes, paper, tour, docqa"):
         notebook_path("tuor")
 
 
@@ -99,7 +100,7 @@ def test_copy_notebooks_never_overwrites_a_users_notebook(tmp_path):
     (tmp_path / "work" / "paper.ipynb").unlink()
     again = notebooks.copy_notebooks(tmp_path / "work")
     assert again.copied == ["paper.ipynb"]
-    assert again.kept == ["condition.ipynb", "sleep_probes.ipynb", "tour.ipynb"]
+    assert again.kept == [f"{n}.ipynb" for n in NAMES if n != "paper"]
     assert (tmp_path / "work" / "tour.ipynb").read_text() == "my edits"
     assert "kept (already in" in again.lines()[1] and "tour.ipynb" in again.lines()[1]
 
@@ -170,3 +171,55 @@ def test_tour_notebook_walks_a_conversation_and_a_sleep_cycle(tmp_path):
                        workdir=str(tmp_path / "tour"))
     shown = text_outputs(notebook)
     assert "Porto" in shown and "episodes_considered" in shown
+
+
+# --- the seed systems' notebooks (001, 003, 004) ---------------------------------------------------
+def images(notebook) -> int:
+    return sum("image/png" in output.get("data", {})
+               for cell in notebook.cells for output in cell.get("outputs", []))
+
+
+def test_docqa_notebook_ingests_answers_and_plots_the_chunks(tmp_path):
+    reply = json.dumps({"answer": "An IMU in the pelvis and ankle force-torque sensors.",
+                        "cited": [1]})
+    notebook = execute("docqa", tmp_path, llm="fake", llm_options={"default": reply},
+                       embedder="hashing", documents=str(SEEDS_DATA / "docqa"),
+                       workdir=str(tmp_path / "docqa"), k=3)
+    shown = text_outputs(notebook)
+    assert "'chunks': " in shown and "'dimension': 256" in shown
+    assert shown.count("COMPLETED") == 2 and "IMU in the pelvis" in shown
+    assert images(notebook) == 2  # the retrieved chunks of both questions
+
+
+def test_decision_notebook_resumes_the_round_files_and_plots_weights_and_closeness(tmp_path):
+    from test_decision_debate import USER, Script
+
+    from memlab.decision.debate import DecisionDebate
+    from memlab.llm.fake import FakeLLM
+
+    (tmp_path / "input.json").write_text(json.dumps(USER))
+    DecisionDebate(FakeLLM([Script()]), output_dir=tmp_path / "out").run(USER, session_id="nb")
+    notebook = execute("decision", tmp_path, llm="fake", input_path=str(tmp_path / "input.json"),
+                       output_dir=str(tmp_path / "out"), session_id="nb")
+    shown = text_outputs(notebook)  # rounds 1-3 came from their files: no model was asked
+    assert "GrowthCuriosityAdvocate" in shown and "Computer Science" in shown
+    assert images(notebook) == 2  # AHP weights, TOPSIS closeness
+
+
+def test_taskforce_notebook_shows_a_finished_session_plan_and_steps(tmp_path):
+    from test_taskforce_agent import MISSION, Script
+
+    from memlab import lab
+    from memlab.embed.hashing import HashingEmbedder
+    from memlab.llm.fake import FakeLLM
+
+    agent = lab.make_taskforce(tmp_path / "tf", llm=FakeLLM([Script()]),
+                               embedder=HashingEmbedder())
+    done = agent.run(MISSION, user_id="nb")
+    agent.repo.close()
+    notebook = execute("taskforce", tmp_path, llm="fake", embedder="hashing",
+                       workdir=str(tmp_path / "tf"), docs_workdir=str(tmp_path / "docs"),
+                       session_id=done.session.session_id)
+    shown = text_outputs(notebook)
+    assert "completed" in shown and "'6.0'" in shown and "Divide the sum by 7" in shown
+    assert "calculator" in shown and images(notebook) == 1  # the plan's DAG

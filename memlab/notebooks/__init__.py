@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memlab.errors import ConfigError
 
-NAMES = ("condition", "sleep_probes", "paper", "tour")
+NAMES = ("condition", "sleep_probes", "paper", "tour", "docqa", "decision", "taskforce")
 
 
 def notebooks_dir() -> Path:

@@ -105,6 +105,21 @@ class TaskforceAgent:
         """Finish a session that stopped (killed, interrupted) from its latest State."""
         return _drain(self.stream_resume(session_id), on_event)
 
+    def load(self, session_id: str) -> SessionResult:
+        """A stored session as it stands (events are not stored: the list is empty).
+
+        Raises:
+            ConfigError: no such session.
+        """
+        session = self.repo.get_session(session_id)
+        if session is None:
+            raise ConfigError(f"session_id: no session {session_id!r} in {self.repo.store.url}")
+        state = self.repo.latest_state(session_id)
+        saved = state.state_json if state else {}
+        plan = self.repo.get_plan(saved["todolist_id"]) if saved.get("todolist_id") else None
+        return SessionResult(session=session, todolist=plan, error=saved.get("error"),
+                             answers={int(k): v for k, v in (saved.get("answers") or {}).items()})
+
     def stream(self, mission: str, *, user_id: str | None = None,
                profile: Profile | str = Profile.DEV) -> Generator[Event, None, SessionResult]:
         """Yield a new session's events; the generator returns the SessionResult."""
