@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -100,22 +101,22 @@ def register(commands) -> dict:
 # --- docqa --------------------------------------------------------------------------------------
 def cmd_docqa(args: argparse.Namespace) -> int:
     from memlab import lab
+    from memlab.models.retrieval import Query
 
-    llm = None if args.docqa_command == "ingest" else lab.make_llm(args.llm, args.llm_model)
-    qa = lab.make_docqa(args.workdir, llm=llm, collection=args.collection,
-                        embedder=lab.make_embedder(args.embedder), k=getattr(args, "k", 4))
+    embedder = lab.make_embedder(args.embedder)
     if args.docqa_command == "ingest":
+        qa = lab.make_docqa(args.workdir, embedder=embedder, collection=args.collection)
         report = qa.ingest(args.path)
         print(f"ingested {len(report.documents)} document(s), {len(report.chunks)} chunks "
               f"({report.dimension}-dim embeddings) into {args.workdir} (collection "
               f"{args.collection!r}; {qa.store.count()} chunks in all)")
         return 0
-    from memlab.models.retrieval import Query
-
-    try:
+    try:  # checked before a model loads
         query = Query(text=args.question, user_id=args.user, session_id=args.session)
     except ValidationError as exc:
         raise ConfigError(f"question: {fields_message(exc.errors())}") from None
+    qa = lab.make_docqa(args.workdir, llm=lab.make_llm(args.llm, args.llm_model),
+                        embedder=embedder, collection=args.collection, k=args.k)
     result = qa.ask(query)
     print(format_query_result(result))
     return 0 if result.response is not None else 1
@@ -185,8 +186,8 @@ def cmd_taskforce(args: argparse.Namespace) -> int:
         _check_mission(args.mission)
     llm = lab.make_llm(args.llm, args.llm_model)
     embedder = lab.make_embedder(args.embedder)
-    docs = lab.make_docqa(args.docs, embedder=embedder)
-    if docs.store.count() == 0:
+    docs = lab.make_docqa(args.docs, embedder=embedder) if Path(args.docs).is_dir() else None
+    if docs is not None and docs.store.count() == 0:
         docs = None
     ask = (lambda question: input(f"agent asks: {question}\n> ")) if sys.stdin.isatty() \
         else None

@@ -94,7 +94,8 @@ class UserInput(SeedModel):
     disliked_subjects: list[str] = Field(default_factory=list)
     good_at_subjects: list[str] = Field(default_factory=list)
     bad_at_subjects: list[str] = Field(default_factory=list)
-    core_values: list[str] = Field(min_length=1, description="at least 1 item")
+    core_values: list[str] = Field(min_length=1, max_length=6,
+                                   description="1-6 items: 3 advisors hold 1-2 each")
     candidate_majors: list[str] = Field(min_length=2, description="at least 2 items")
     settings: SessionSettings = Field(default_factory=SessionSettings)
 

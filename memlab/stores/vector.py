@@ -84,7 +84,9 @@ def make_client(*, path: str | Path | None = None, url: str | None = None,
     if path is None:
         raise ConfigError("vector store: give a folder (path) or a server URL (MEMLAB_CHROMA_URL)")
     Path(path).mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=settings)
+    # chroma caches one system per path string in the process: a relative path would be
+    # shared by two folders of the same name (a chdir in between) and hit the wrong database
+    return chromadb.PersistentClient(path=str(Path(path).resolve()), settings=settings)
 
 
 def _http_client(url: str, timeout_s: float, settings: Any):
