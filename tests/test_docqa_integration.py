@@ -32,4 +32,16 @@ def test_real_model_answers_with_the_balance_page_cited(tmp_path, minilm):
     assert top.page_number == 2 and "inertial measurement unit" in top.content
     assert top.similarity_score > result.response.retrieved_chunks[-1].similarity_score - 1e-9
     assert any("page 2" in s for s in result.response.sources)
-    assert len(result.response.content) >= 10
+    assert len(result.response.content) >= 10 and "Sources:" not in result.response.content
+    assert result.reasks == 0  # the grammar makes the first reply a valid AnswerDraft
+
+
+def test_a_follow_up_finds_its_chunk_through_the_question_before_it(tmp_path, minilm):
+    store = ChromaVectorStore("follow-up", minilm, path=tmp_path / "chroma", namespace="docqa")
+    qa = DocumentQA(None, store, k=2)
+    qa.ingest(SAMPLE)
+    alone = qa.retrieve("And where is the first one mounted?")
+    earlier = [{"question": "Which sensors keep a humanoid balanced?", "answer": ""}]
+    followed = qa.retrieve("And where is the first one mounted?", earlier)
+    assert "pelvis" in followed[0].content
+    assert followed[0].similarity_score > alone[0].similarity_score + 0.2

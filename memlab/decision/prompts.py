@@ -71,14 +71,22 @@ def round_context(round_no: int, user: UserInput, criteria: list[str],
 
 
 def transcript(turns: list[DebateTurn]) -> str:
-    """The round so far, one excerpt per turn."""
+    """The round so far: each finished phase as its leader's defended proposal, the current
+    phase turn by turn (a small model's prompt stays short; the Director sees every final
+    proposal)."""
     if not turns:
         return "(no turns yet)"
     lines = []
-    for t in turns:
-        text = t.content[:TURN_EXCERPT_CHARS]
-        payload = _payload(t)
-        lines.append(f"T{t.turn} {t.speaker} ({t.type.value}): {text}{payload}")
+    current = (len(turns) // 4) * 4  # index of the current phase's first turn
+    for start in range(0, min(current, 12), 4):
+        phase = turns[start: start + 4]
+        final = phase[-1]
+        lines.append(f"Phase {start // 4 + 1}, {final.speaker} after critique by "
+                     f"{' and '.join(t.speaker for t in phase[1:3])}: "
+                     f"{final.content[:TURN_EXCERPT_CHARS]}{_payload(final)}")
+    for t in turns[current:]:
+        lines.append(f"T{t.turn} {t.speaker} ({t.type.value}): {t.content[:TURN_EXCERPT_CHARS]}"
+                     f"{_payload(t)}")
     return "\n".join(lines)
 
 
