@@ -42,6 +42,13 @@ Every step is saved; a session that was killed resumes with `memlab taskforce re
 
 
 def register(commands) -> dict:
+    _add_docqa(commands)
+    _add_decide(commands)
+    _add_taskforce(commands)
+    return {"docqa": cmd_docqa, "decide": cmd_decide, "taskforce": cmd_taskforce}
+
+
+def _add_docqa(commands) -> None:
     docqa = commands.add_parser("docqa", help="ask questions about your documents (seed 001)",
                                 description=DOCQA_HELP, epilog=DOCQA_EXAMPLES,
                                 formatter_class=RAW)
@@ -63,6 +70,8 @@ def register(commands) -> dict:
         sub.add_argument("--collection", default="book", help="collection name (default book)")
         add_model_options(sub)
 
+
+def _add_decide(commands) -> None:
     decide = commands.add_parser("decide", help="debate and rank candidate majors (seed 003)",
                                  description=DECIDE_HELP, formatter_class=RAW,
                                  epilog="example: memlab decide data/decision/sample_input.json"
@@ -73,6 +82,8 @@ def register(commands) -> dict:
     decide.add_argument("--stream", action="store_true", help="print every turn in full")
     add_model_options(decide)
 
+
+def _add_taskforce(commands) -> None:
     taskforce = commands.add_parser("taskforce", help="run a mission with the ReAct agent "
                                     "(seed 004)", description=TASKFORCE_HELP, formatter_class=RAW)
     tasks = taskforce.add_subparsers(dest="taskforce_command", metavar="<run|resume>",
@@ -95,7 +106,6 @@ def register(commands) -> dict:
         sub.add_argument("--max-steps", type=positive_int, default=4,
                          help="ReAct steps per plan item (default 4)")
         add_model_options(sub)
-    return {"docqa": cmd_docqa, "decide": cmd_decide, "taskforce": cmd_taskforce}
 
 
 # --- docqa --------------------------------------------------------------------------------------

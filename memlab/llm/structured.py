@@ -152,7 +152,8 @@ def complete_json_reply(client: LLMClient, messages: list[Message] | list[dict[s
                         model_cls: type[M], *, max_retries: int = 2, max_tokens: int = 512,
                         temperature: float = 0.0, max_items: int | None = None,
                         max_chars: int | None = None, compact: bool = False,
-                        instruction: str | None = None) -> StructuredReply:
+                        instruction: str | None = None,
+                        schema: dict[str, Any] | None = None) -> StructuredReply:
     """Ask ``client`` for an instance of ``model_cls``; the reply says how many re-asks it took.
 
     Args:
@@ -164,13 +165,15 @@ def complete_json_reply(client: LLMClient, messages: list[Message] | list[dict[s
             response_format remotely).
         instruction: what to tell the model instead of showing a schema (when the prompt
             already describes the reply, e.g. a list of tools); the schema still constrains.
+        schema: the JSON schema that constrains generation, when it must say more than
+            ``model_cls`` can (per-position tuples); the reply is validated by ``model_cls``.
 
     Raises:
         StructuredOutputError: every attempt failed; ``raw_text`` is the last reply and
             ``errors`` has one message per attempt.
         LLMError: the model call itself failed (raised by the client).
     """
-    schema = prompt_schema(model_cls, max_items=max_items, max_chars=max_chars)
+    schema = schema or prompt_schema(model_cls, max_items=max_items, max_chars=max_chars)
     shown = compact_schema(schema) if compact else schema
     convo = with_instruction(as_messages(messages), instruction or json_instruction(shown))
     errors: list[str] = []

@@ -1,8 +1,11 @@
 """The Taskforce planner (seed 004): a mission becomes a TodoList with a dependency DAG.
 
-The LLM drafts the items through ``complete_json``; a draft whose dependencies name unknown
-positions or form a cycle fails validation and is re-asked with the error. Items run in
-:func:`execution_order` (a topological order, lowest position first among ready items).
+The LLM drafts the items through ``complete_json``, constrained by :func:`plan_schema`: 1 to
+``MAX_PLAN_STEPS`` items numbered from 0, each depending only on earlier ones (the 0.5B model
+otherwise wrote ``"dependencies": [1, 2, ..., 12]`` for a one-step plan). A draft that still
+names unknown positions or forms a cycle (a remote model without the grammar) fails validation
+and is re-asked with the error. Items run in :func:`execution_order` (a topological order,
+lowest position first among ready items).
 """
 
 from __future__ import annotations
@@ -13,10 +16,15 @@ from pydantic import BaseModel, Field, model_validator
 
 from memlab.errors import ConfigError
 from memlab.llm.base import LLMClient, Message
-from memlab.llm.structured import complete_json
+from memlab.llm.structured import complete_json_reply
 from memlab.models.taskforce import Lesson, TodoItem, TodoList
 
 MAX_ITEMS = 12
+MAX_PLAN_STEPS = 5
+PLAN_INSTRUCTION = (
+    'Reply with only a JSON object: {"items": [{"position": 0, "description": "<the step>", '
+    '"acceptance_criteria": ["<how to check it>"], "dependencies": [<positions of earlier '
+    f'steps it needs>]}}, ...]}} with 1 to {MAX_PLAN_STEPS} steps numbered from 0.')
 
 PLANNER_SYSTEM = (
     "You are the planner of a task agent. Break the mission into a few small steps, each "
@@ -43,6 +51,27 @@ class PlanDraft(BaseModel):
 
     def todo_items(self) -> list[TodoItem]:
         return [TodoItem(**item.model_dump()) for item in self.items]
+
+
+def plan_schema(max_steps: int = MAX_PLAN_STEPS) -> dict:
+    """The JSON schema of a plan of 1 to ``max_steps`` items, item k depending only on
+    items 0..k-1 (one tuple per plan length)."""
+    def item(k: int) -> dict:
+        earlier = {"type": "integer", "enum": list(range(k))} if k else {"type": "integer"}
+        return {"type": "object", "additionalProperties": False,
+                "required": ["position", "description", "acceptance_criteria", "dependencies"],
+                "properties": {
+                    "position": {"const": k},
+                    "description": {"type": "string", "minLength": 1, "maxLength": 160},
+                    "acceptance_criteria": {"type": "array", "minItems": 1, "maxItems": 2,
+                                            "items": {"type": "string", "minLength": 1,
+                                                      "maxLength": 120}},
+                    "dependencies": {"type": "array", "items": earlier, "maxItems": k}}}
+
+    plans = [{"type": "array", "prefixItems": [item(k) for k in range(n)]}
+             for n in range(1, max_steps + 1)]
+    return {"type": "object", "additionalProperties": False, "required": ["items"],
+            "properties": {"items": {"anyOf": plans}}}
 
 
 def execution_order(todolist: TodoList) -> list[int]:
@@ -95,6 +124,7 @@ class Planner:
 
     def __init__(self, llm: LLMClient, *, max_retries: int = 2, max_tokens: int = 768):
         self.llm, self.max_retries, self.max_tokens = llm, max_retries, max_tokens
+        self.reasks = 0
 
     def messages(self, mission: str, tools: str, lessons: list[Lesson]) -> list[Message]:
         parts = [f"Mission: {mission}", f"Tools available:\n{tools}", render_lessons(lessons),
@@ -109,6 +139,10 @@ class Planner:
         Raises:
             StructuredOutputError: no valid plan after the retries.
         """
-        draft = complete_json(self.llm, self.messages(mission, tools, lessons or []), PlanDraft,
-                              max_retries=self.max_retries, max_tokens=self.max_tokens)
-        return TodoList(session_id=session_id, mission=mission, items=draft.todo_items())
+        reply = complete_json_reply(self.llm, self.messages(mission, tools, lessons or []),
+                                    PlanDraft, max_retries=self.max_retries,
+                                    max_tokens=self.max_tokens, schema=plan_schema(),
+                                    instruction=PLAN_INSTRUCTION)
+        self.reasks += reply.reasks
+        return TodoList(session_id=session_id, mission=mission,
+                        items=reply.value.todo_items())

@@ -57,7 +57,7 @@ class SessionResult(BaseModel):
     events: list[Event] = Field(default_factory=list)
     lessons_used: list[Lesson] = Field(default_factory=list)
     lessons_learned: list[Lesson] = Field(default_factory=list)
-    reasks: int = Field(0, description="invalid step replies re-asked in this run")
+    reasks: int = Field(0, description="invalid plan and step replies re-asked in this run")
     error: str | None = None
 
     @property
@@ -142,7 +142,7 @@ class TaskforceAgent:
         return (yield from self._execute(run))
 
     def _execute(self, run: SessionRun) -> Generator[Event, None, SessionResult]:
-        self.reasks = 0
+        self.reasks = self.planner.reasks = 0
         try:
             yield from run.execute()
         except MemlabError as exc:  # recorded as the session's failure, never lost
@@ -150,7 +150,8 @@ class TaskforceAgent:
             run.fail(f"{type(exc).__name__}: {exc}")
         return SessionResult(session=run.session, todolist=run.todolist, answers=run.answers,
                              events=run.events, lessons_used=run.lessons,
-                             lessons_learned=run.learned, reasks=self.reasks, error=run.error)
+                             lessons_learned=run.learned, error=run.error,
+                             reasks=self.reasks + self.planner.reasks)
 
     # --- one step ------------------------------------------------------------------------------
     def decide(self, run: SessionRun, position: int) -> StepDecision:
