@@ -20,16 +20,17 @@ from memlab.llm.structured import complete_json_reply
 from memlab.models.taskforce import Lesson, TodoItem, TodoList
 
 MAX_ITEMS = 12
-MAX_PLAN_STEPS = 5
+MAX_PLAN_STEPS = 3
 PLAN_INSTRUCTION = (
     'Reply with only a JSON object: {"items": [{"position": 0, "description": "<the step>", '
     '"acceptance_criteria": ["<how to check it>"], "dependencies": [<positions of earlier '
     f'steps it needs>]}}, ...]}} with 1 to {MAX_PLAN_STEPS} steps numbered from 0.')
 
 PLANNER_SYSTEM = (
-    "You are the planner of a task agent. Break the mission into a few small steps, each "
-    "doable with one tool call, with checkable acceptance criteria. A step lists the positions "
-    "of the steps whose results it needs in 'dependencies' (only earlier steps).")
+    "You are the planner of a task agent. Break the mission into as few small steps as it "
+    "needs (one step when one tool call does it), each doable with one tool call, with "
+    "checkable acceptance criteria. A step lists the positions of the steps whose results it "
+    "needs in 'dependencies' (only earlier steps).")
 
 
 class PlannedItem(BaseModel):

@@ -183,18 +183,22 @@ class TaskforceAgent:
         return self._step_models[exclude]
 
     def step_messages(self, run: SessionRun, position: int) -> list[Message]:
+        """The step's prompt; the current step and its inputs come last, where a small model
+        looks (before, the 0.5B recomputed the mission's first expression at every step)."""
         todolist = run.todolist
         item = todolist.item(position)
         plan = "\n".join(f"{i.position}. {i.description} [{i.status.value}]"
                          + (f" result: {run.answers[i.position]}" if i.position in run.answers
                             else "") for i in todolist.items)
         deps = {d: run.answers.get(d) for d in item.dependencies}
+        earlier = {p: a for p, a in run.answers.items() if p != position}
+        inputs = (f"Results of dependencies: {deps}" if deps else
+                  f"Results of earlier steps: {earlier}" if earlier else "")
         parts = [f"Mission: {run.session.mission}", render_lessons(run.lessons),
                  f"Plan:\n{plan}",
-                 f"Current step: {position}. {item.description}\nAcceptance criteria: "
-                 + "; ".join(item.acceptance_criteria),
-                 f"Results of dependencies: {deps}" if deps else "",
                  f"Tools:\n{self.toolbox.describe(exclude=run.repeat_guard())}",
+                 f"Current step: {position}. {item.description}\nAcceptance criteria: "
+                 + "; ".join(item.acceptance_criteria), inputs,
                  "Observations so far:\n" + ("\n".join(run.item_steps) or "none"),
                  NEXT_STEP if run.item_steps else ""]
         return [Message(role="system", content=REACT_SYSTEM),

@@ -102,9 +102,10 @@ class SessionRun:
 
     def plan(self, progress: str = "") -> None:
         mission = self.session.mission + (f"\nProgress so far: {progress}" if progress else "")
+        toolbox = self.agent.toolbox
         self.todolist = self.agent.planner.plan(
-            self.session.session_id, mission, tools=self.agent.toolbox.describe(),
-            lessons=self.lessons)
+            self.session.session_id, mission, lessons=self.lessons,
+            tools=toolbox.describe(exclude=toolbox.names(ActionType.ASK_USER, ActionType.COMPLETE)))
         self.todolist.mission = self.session.mission
         self.repo.save_plan(self.todolist)
         self.save_state()

@@ -293,9 +293,10 @@ class Toolbox:
             raise ConfigError(f"action: unknown tool {name!r}; known: {sorted(self.tools)}")
         return self.tools[name]
 
-    def names(self) -> list[str]:
-        """Tool names in the order the tools were given (the order prompts show them)."""
-        return list(self.tools)
+    def names(self, *actions: ActionType) -> list[str]:
+        """Tool names in the order the tools were given (the order prompts show them); only
+        those of the given seed ``actions`` when any are given."""
+        return [n for n, t in self.tools.items() if not actions or t.action in actions]
 
-    def describe(self, exclude: tuple[str, ...] = ()) -> str:
+    def describe(self, exclude: tuple[str, ...] | list[str] = ()) -> str:
         return "\n".join(self.tools[n].describe() for n in self.names() if n not in exclude)
