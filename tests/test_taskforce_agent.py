@@ -294,11 +294,21 @@ def test_garbage_from_the_model_fails_the_session_cleanly(repo, tmp_path):
     assert not repo.lessons_for(MISSION)
 
 
+def test_a_successful_call_finishes_its_item_without_asking_the_model(repo, tmp_path):
+    script = Script()
+    llm = FakeLLM([script])
+    result = TaskforceAgent(llm, repo, Toolbox.default(tmp_path)).run(MISSION)
+    assert result.succeeded and not script.checks and len(script.step_prompts) == 3
+    assert llm.calls == 1 + 3 + 1  # plan, one decision per item, lessons
+    finishes = [e for e in result.events if getattr(e, "action_type", None) == "complete"]
+    assert [f.action_data["arguments"]["answer"] for f in finishes] == [36, 42, 6.0]
+
+
 def test_after_a_successful_call_the_model_judges_the_step_and_may_not_repeat_the_call(
         repo, tmp_path):
     script = Script(verdicts=["no"])  # item 0: the first result is judged not enough
     llm = FakeLLM([script])
-    result = TaskforceAgent(llm, repo, Toolbox.default(tmp_path)).run(MISSION)
+    result = TaskforceAgent(llm, repo, Toolbox.default(tmp_path), check_results=True).run(MISSION)
     assert result.succeeded
     assert "Last result: 36" in script.checks[0] and "Acceptance criteria: a number" in \
         script.checks[0]

@@ -72,7 +72,7 @@ def test_killed_while_acting_resumes_the_same_plan_and_runs_each_step_once(tmp_p
     assert [h.step_id for h in history] == list(range(6))  # no step recorded twice
     assert result.todolist.todolist_id == plan_before and len(repo.store.list_todolists(
         session.session_id)) == 1
-    assert llm.calls == 1 + 2 + 1  # finish item 1, both steps of item 2, lessons; no replan
+    assert llm.calls == 1 + 1  # the decision of item 2 and the lessons: no re-plan, no repeat
     versions = [s.version for s in repo.states(session.session_id)]
     assert versions == list(range(1, len(versions) + 1))
 

@@ -82,15 +82,20 @@ class TaskforceAgent:
         max_steps_per_item: ReAct steps before an item counts as failed.
         max_replans: how often a ``replan`` tool (when in the toolbox) may replace the plan.
         json_retries: re-asks of an invalid step reply before the session fails.
+        check_results: after a successful tool call, ask the model (yes/no) whether the output
+            meets the item's acceptance criteria before finishing the item; off, a successful
+            call finishes its item (one tool call per plan item). Off by default: on the 0.5B
+            model the yes/no judgement was wrong often enough to fail missions it had solved.
     """
 
     def __init__(self, llm: LLMClient, repository: TaskforceRepository, toolbox: Toolbox, *,
                  max_steps_per_item: int = 4, max_replans: int = 1, max_tokens: int = 384,
-                 json_retries: int = 2):
+                 json_retries: int = 2, check_results: bool = False):
         self.llm, self.repo, self.toolbox = llm, repository, toolbox
         self.planner = Planner(llm)
         self.max_steps_per_item, self.max_replans = max_steps_per_item, max_replans
         self.max_tokens, self.json_retries = max_tokens, json_retries
+        self.check_results = check_results
         self._step_models = {(): step_model(toolbox)}
         self.reasks = 0
 

@@ -172,14 +172,17 @@ class SessionRun:
         return "replan", self.observation("new plan made", True)
 
     def checked_finish(self, position: int) -> StepDecision | None:
-        """After a successful tool call, finish the item with its output if the model judges
-        that it completes the item (small models otherwise repeat the call)."""
+        """After a successful tool call, finish the item with its output: at once (a plan item
+        is one tool call, as the seed's single ``chosen_tool`` has it), or, with the agent's
+        ``check_results``, when the model judges that the output meets the criteria. Small
+        models otherwise repeat the call instead of finishing."""
         result = self.todolist.item(position).execution_result
         if not self.last_success or result is None:
             return None
-        if not self.agent.step_done(self, position, result.output):
+        if self.agent.check_results and not self.agent.step_done(self, position, result.output):
             return None
-        return StepDecision(thought=f"The result of {self.last_success} completes this step.",
+        how = "meets the acceptance criteria" if self.agent.check_results else "is its result"
+        return StepDecision(thought=f"The output of {self.last_success} {how}.",
                             tool="finish", arguments={"answer": jsonable(result.output)},
                             action=ActionType.COMPLETE)
 
