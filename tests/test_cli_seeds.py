@@ -158,3 +158,26 @@ def test_missions_file_rules(tmp_path):
         {"id": "a", "kind": "file", "mission": "x", "file": "f.txt"}]}))
     with pytest.raises(ConfigError, match="file and file_contains go together"):
         load_missions(tmp_path / "m.json")
+
+
+@pytest.mark.parametrize("expected, text, hit", [
+    ("36", "0.36", False), ("36", "36.0", True), ("36", "360 pencils", False),
+    ("42", "The result is 42.", True), ("5050", "5,050", True), ("pelvis", "In the Pelvis", True),
+    ("two to four hours", "It lasts 2 to 4 hours", False),
+])
+def test_mission_answers_are_matched_as_numbers_or_text(expected, text, hit):
+    from memlab.taskforce.missions import found
+
+    assert found(expected, text) is hit
+
+
+def test_check_mission_needs_completion_the_answer_and_the_file(tmp_path):
+    from memlab.taskforce.missions import Mission, check_mission
+
+    mission = Mission(id="m", kind="file", mission="write it", file="out.txt",
+                      file_contains="hello", answer_contains=["7"])
+    assert not check_mission(mission, False, {0: "7"}, tmp_path).succeeded
+    assert "lacks 'hello'" in check_mission(mission, True, {0: "7"}, tmp_path).reason
+    (tmp_path / "out.txt").write_text("Hello there")
+    assert check_mission(mission, True, {0: "7.0"}, tmp_path).succeeded
+    assert "contain none of" in check_mission(mission, True, {0: "17"}, tmp_path).reason

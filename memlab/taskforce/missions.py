@@ -9,6 +9,7 @@ session must complete and every check must hold.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Literal
@@ -91,7 +92,7 @@ def check_mission(mission: Mission, completed: bool, answers: dict[int, Any],
     if not completed:
         return MissionCheck(id=mission.id, succeeded=False, reason="session did not complete")
     results = " ".join(str(v) for v in answers.values()).lower()
-    if mission.answer_contains and not any(s.lower() in results for s in mission.answer_contains):
+    if mission.answer_contains and not any(found(s, results) for s in mission.answer_contains):
         return MissionCheck(id=mission.id, succeeded=False,
                             reason=f"results {results[:120]!r} contain none of "
                                    f"{mission.answer_contains}")
@@ -102,3 +103,14 @@ def check_mission(mission: Mission, completed: bool, answers: dict[int, Any],
             return MissionCheck(id=mission.id, succeeded=False,
                                 reason=f"{mission.file} lacks {mission.file_contains!r}")
     return MissionCheck(id=mission.id, succeeded=True, reason="all checks hold")
+
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def found(expected: str, text: str) -> bool:
+    """Is ``expected`` in ``text``? A number must appear as a number of equal value ("36"
+    matches "36.0", not "0.36" or "360"); other text case-insensitively as a substring."""
+    if NUMBER.fullmatch(expected.strip()):
+        return any(float(n) == float(expected) for n in NUMBER.findall(text.replace(",", "")))
+    return expected.lower() in text.lower()
