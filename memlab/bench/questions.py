@@ -3,7 +3,8 @@
 - **Answered sample** (``RunSpec.answered``): the model answers the questions of a seeded
   sample of tests (the same sample in every condition of a suite and seed, so comparisons stay
   paired); every other question is recalled and its prompt built, for evidence recall, but not
-  sent to the model, and the needles of its test are stored with a scripted acknowledgement.
+  sent to the model, and the needles of its test are stored with a scripted acknowledgement
+  (as every needle is with ``RunSpec.needle_replies="scripted"``).
 - **Option rotation**: the options of a multiple-choice question are shown so that the correct
   one lands on letter ``(ordinal + seed) mod n`` (``ordinal``: the question's position among the
   suite's multiple-choice questions), the others keeping their order. Across consecutive
@@ -119,12 +120,16 @@ class QuestionPlan:
 
     def __init__(self, events: list[SuiteEvent], spec: Any, run_dir: Path):
         self.sample = answered_tests(events, spec.answered, spec.seed)
+        self.scripted_needles = spec.needle_replies == "scripted"
         self.orders = option_orders(events, spec.seed)
         self.turn_texts = {e.index: e.text for e in events}
         self.prompts = PromptStore(Path(run_dir) / "prompts")
 
     def answered(self, event: SuiteEvent) -> bool:
-        """Whether the model answers ``event`` (a needle or question of a sampled test)."""
+        """Whether the model answers ``event``: a question of a sampled test, or its needle
+        when needles get the model's replies (filler: True, it is scripted by design)."""
+        if event.kind == "needle" and self.scripted_needles:
+            return False
         return event.kind == "filler" or is_answered(event, self.sample)
 
     @staticmethod

@@ -53,6 +53,11 @@ class RunSpec(BaseModel):
         answered: answer the questions of a seeded sample of this many tests (the same sample
             in every condition); the others are recalled for evidence recall but not sent to
             the model. None: answer every question; 0: an evidence-only run.
+        needle_replies: "scripted" stores every needle (a statement the user makes for a
+            later question) with a fixed acknowledgement instead of the model's reply: only
+            questions are answered, which makes a run several times cheaper and keeps the
+            model's replies out of memory. A test that scores replies to later needles
+            (prospective_memory) cannot be passed then.
         probes_sleep: Table 2's protocol: no auto-sleep during the conversation; after it the
             questions are asked (pre), one sleep cycle runs over everything, and they are asked
             again (post). A run of its own (its run id ends in ``-probes``).
@@ -73,6 +78,7 @@ class RunSpec(BaseModel):
     n_ctx: int | None = Field(None, ge=512, le=MAX_WINDOW)
     embedder: str = "minilm"
     answered: int | None = Field(None, ge=0)
+    needle_replies: Literal["model", "scripted"] = "model"
     probes_sleep: bool = False
     option_scoring: Literal["generate", "logprob"] = "generate"
 
