@@ -318,3 +318,20 @@ def test_after_a_successful_call_the_model_judges_the_step_and_may_not_repeat_th
     schema = json.dumps(llm.params[len(script.planner_prompts) + 2]["json_schema"])
     assert '"const": "calculator"' not in schema and '"const": "finish"' in schema
     assert result.answers[0] == "36"  # the script finished with the observed result
+
+
+def test_the_plan_names_each_steps_tool_and_its_first_step_is_held_to_it(repo, tmp_path):
+    plan = json.loads(json.dumps(PLAN))
+    for item in plan["items"]:
+        item["tool"] = "calculator"
+    script = Script(plan=plan)
+    llm = FakeLLM([script])
+    result = TaskforceAgent(llm, repo, Toolbox.default(tmp_path)).run(MISSION)
+    assert result.succeeded
+    planning = json.dumps(llm.params[0]["json_schema"])
+    assert '"enum": ["calculator", "python", "file_read", "file_write", "text_search"]' in planning
+    first_step = script.step_prompts[0]
+    assert "calculator(" in first_step and "python(" not in first_step
+    assert "finish(" in first_step and "ask_user(" in first_step
+    schema = json.dumps(llm.params[1]["json_schema"])
+    assert '"const": "python"' not in schema and '"const": "calculator"' in schema

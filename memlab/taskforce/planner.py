@@ -1,8 +1,9 @@
 """The Taskforce planner (seed 004): a mission becomes a TodoList with a dependency DAG.
 
 The LLM drafts the items through ``complete_json``, constrained by :func:`plan_schema`: 1 to
-``MAX_PLAN_STEPS`` items numbered from 0, each depending only on earlier ones (the 0.5B model
-otherwise wrote ``"dependencies": [1, 2, ..., 12]`` for a one-step plan). A draft that still
+``MAX_PLAN_STEPS`` items numbered from 0, each naming the tool it will call and depending only
+on earlier ones (the 0.5B model otherwise wrote ``"dependencies": [1, 2, ..., 12]`` for a
+one-step plan). A draft that still
 names unknown positions or forms a cycle (a remote model without the grammar) fails validation
 and is re-asked with the error. Items run in :func:`execution_order` (a topological order,
 lowest position first among ready items).
@@ -23,8 +24,9 @@ MAX_ITEMS = 12
 MAX_PLAN_STEPS = 3
 PLAN_INSTRUCTION = (
     'Reply with only a JSON object: {"items": [{"position": 0, "description": "<the step>", '
-    '"acceptance_criteria": ["<how to check it>"], "dependencies": [<positions of earlier '
-    f'steps it needs>]}}, ...]}} with 1 to {MAX_PLAN_STEPS} steps numbered from 0.')
+    '"tool": "<the tool it calls>", "acceptance_criteria": ["<how to check it>"], '
+    '"dependencies": [<positions of earlier steps it needs>]}, ...]} with 1 to '
+    f'{MAX_PLAN_STEPS} steps numbered from 0.')
 
 PLANNER_SYSTEM = (
     "You are the planner of a task agent. Break the mission into as few small steps as it "
@@ -36,6 +38,7 @@ PLANNER_SYSTEM = (
 class PlannedItem(BaseModel):
     position: int = Field(ge=0)
     description: str = Field(min_length=1)
+    tool: str | None = Field(None, description="the tool the step will call (its chosen_tool)")
     acceptance_criteria: list[str] = Field(min_length=1, description="how to check it is done")
     dependencies: list[int] = Field(default_factory=list)
 
@@ -51,19 +54,22 @@ class PlanDraft(BaseModel):
         return self
 
     def todo_items(self) -> list[TodoItem]:
-        return [TodoItem(**item.model_dump()) for item in self.items]
+        return [TodoItem(**item.model_dump(exclude={"tool"}), chosen_tool=item.tool)
+                for item in self.items]
 
 
-def plan_schema(max_steps: int = MAX_PLAN_STEPS) -> dict:
+def plan_schema(tools: list[str], max_steps: int = MAX_PLAN_STEPS) -> dict:
     """The JSON schema of a plan of 1 to ``max_steps`` items, item k depending only on
-    items 0..k-1 (one tuple per plan length)."""
+    items 0..k-1 (one tuple per plan length), each naming one of ``tools``."""
     def item(k: int) -> dict:
         earlier = {"type": "integer", "enum": list(range(k))} if k else {"type": "integer"}
         return {"type": "object", "additionalProperties": False,
-                "required": ["position", "description", "acceptance_criteria", "dependencies"],
+                "required": ["position", "description", "tool", "acceptance_criteria",
+                             "dependencies"],
                 "properties": {
                     "position": {"const": k},
                     "description": {"type": "string", "minLength": 1, "maxLength": 160},
+                    "tool": {"enum": tools},
                     "acceptance_criteria": {"type": "array", "minItems": 1, "maxItems": 2,
                                             "items": {"type": "string", "minLength": 1,
                                                       "maxLength": 120}},
@@ -134,15 +140,18 @@ class Planner:
                 Message(role="user", content="\n\n".join(p for p in parts if p))]
 
     def plan(self, session_id: str, mission: str, *, tools: str = "",
+             tool_names: list[str] | None = None,
              lessons: list[Lesson] | None = None) -> TodoList:
-        """Draft and validate the plan for ``mission``.
+        """Draft and validate the plan for ``mission``; each step names the tool it will call
+        (one of ``tool_names``; any name when None), kept as its ``chosen_tool``.
 
         Raises:
             StructuredOutputError: no valid plan after the retries.
         """
         reply = complete_json_reply(self.llm, self.messages(mission, tools, lessons or []),
                                     PlanDraft, max_retries=self.max_retries,
-                                    max_tokens=self.max_tokens, schema=plan_schema(),
+                                    max_tokens=self.max_tokens,
+                                    schema=plan_schema(tool_names) if tool_names else None,
                                     instruction=PLAN_INSTRUCTION)
         self.reasks += reply.reasks
         return TodoList(session_id=session_id, mission=mission,

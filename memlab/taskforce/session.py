@@ -105,7 +105,8 @@ class SessionRun:
         toolbox = self.agent.toolbox
         self.todolist = self.agent.planner.plan(
             self.session.session_id, mission, lessons=self.lessons,
-            tools=toolbox.describe(exclude=toolbox.names(ActionType.ASK_USER, ActionType.COMPLETE)))
+            tools=toolbox.describe(exclude=toolbox.names(ActionType.ASK_USER, ActionType.COMPLETE)),
+            tool_names=toolbox.names(ActionType.TOOL_CALL, ActionType.REPLAN))
         self.todolist.mission = self.session.mission
         self.repo.save_plan(self.todolist)
         self.save_state()
@@ -188,8 +189,14 @@ class SessionRun:
 
     def repeat_guard(self) -> tuple[str, ...]:
         """Tools not offered at the next step: the one whose call just succeeded (see
-        :mod:`memlab.taskforce.steps`)."""
-        return (self.last_success,) if self.last_success else ()
+        :mod:`memlab.taskforce.steps`); at an item's first step, every tool call but the one
+        its plan chose (the step then fills in the arguments)."""
+        if self.last_success:
+            return (self.last_success,)
+        toolbox, planned = self.agent.toolbox, self.todolist.item(self.current).chosen_tool
+        if self.item_steps or planned not in toolbox.names(ActionType.TOOL_CALL):
+            return ()
+        return tuple(n for n in toolbox.names(ActionType.TOOL_CALL) if n != planned)
 
     # --- events, history, states ---------------------------------------------------------------
     def observation(self, result: Any, success: bool, error: str | None = None) -> Observation:
