@@ -63,6 +63,8 @@ def run(agent, mission, workspace: Path) -> dict:
            "reason": verdict.reason, "session_status": result.session.status.value,
            "error": result.error, "answers": {str(k): str(v) for k, v in result.answers.items()},
            "plan_items": len(result.todolist.items) if result.todolist else 0,
+           "plan": [[i.description, i.chosen_tool, i.status.value]
+                    for i in (result.todolist.items if result.todolist else [])],
            "steps": steps, "reasks": result.reasks, "seconds": round(seconds, 1),
            "actions": [h.action for h in agent.repo.history(result.session.session_id)]}
     print(f"{mission.id} {'OK  ' if verdict.succeeded else 'FAIL'} {steps} steps "

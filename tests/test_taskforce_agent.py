@@ -332,6 +332,6 @@ def test_the_plan_names_each_steps_tool_and_its_first_step_is_held_to_it(repo, t
     assert '"enum": ["calculator", "python", "file_read", "file_write", "text_search"]' in planning
     first_step = script.step_prompts[0]
     assert "calculator(" in first_step and "python(" not in first_step
-    assert "finish(" in first_step and "ask_user(" in first_step
+    assert "finish(" in first_step and "ask_user(" not in first_step
     schema = json.dumps(llm.params[1]["json_schema"])
     assert '"const": "python"' not in schema and '"const": "calculator"' in schema

@@ -189,14 +189,15 @@ class SessionRun:
 
     def repeat_guard(self) -> tuple[str, ...]:
         """Tools not offered at the next step: the one whose call just succeeded (see
-        :mod:`memlab.taskforce.steps`); at an item's first step, every tool call but the one
-        its plan chose (the step then fills in the arguments)."""
+        :mod:`memlab.taskforce.steps`); at an item's first step, every tool but the one its plan
+        chose and finish (the step then fills in the arguments)."""
         if self.last_success:
             return (self.last_success,)
         toolbox, planned = self.agent.toolbox, self.todolist.item(self.current).chosen_tool
         if self.item_steps or planned not in toolbox.names(ActionType.TOOL_CALL):
             return ()
-        return tuple(n for n in toolbox.names(ActionType.TOOL_CALL) if n != planned)
+        return tuple(n for n in toolbox.names(ActionType.TOOL_CALL, ActionType.ASK_USER)
+                     if n != planned)
 
     # --- events, history, states ---------------------------------------------------------------
     def observation(self, result: Any, success: bool, error: str | None = None) -> Observation:
