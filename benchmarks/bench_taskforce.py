@@ -57,7 +57,7 @@ def run(agent, mission, workspace: Path) -> dict:
     start = time.perf_counter()
     result = agent.run(mission.mission, user_id="bench")
     seconds = time.perf_counter() - start
-    verdict = check_mission(mission, result.succeeded, result.answers, workspace)
+    verdict = check_mission(mission, result.succeeded, result.final_answer, workspace)
     steps = len(agent.repo.history(result.session.session_id))
     row = {"id": mission.id, "kind": mission.kind, "succeeded": verdict.succeeded,
            "reason": verdict.reason, "session_status": result.session.status.value,

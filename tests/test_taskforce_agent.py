@@ -335,3 +335,31 @@ def test_the_plan_names_each_steps_tool_and_its_first_step_is_held_to_it(repo, t
     assert "finish(" in first_step and "ask_user(" not in first_step
     schema = json.dumps(llm.params[1]["json_schema"])
     assert '"const": "python"' not in schema and '"const": "calculator"' in schema
+
+
+def test_a_failed_step_makes_one_new_plan_told_why(repo, tmp_path):
+    one_step = {"items": [{"position": 0, "description": "Multiply 12 by 3",
+                           "acceptance_criteria": ["a number"]}]}
+
+    class Stubborn(Script):
+        def __call__(self, messages):
+            if messages[0].content == PLANNER_SYSTEM and "failed" in messages[1].content:
+                self.planner_prompts.append(messages[1].content)
+                return json.dumps(one_step)
+            return super().__call__(messages)
+
+        def step(self, prompt):
+            if "Divide" in prompt.split("Current step:")[1].split("\n")[0] or len(
+                    self.planner_prompts) == 1:
+                return {"thought": "Divide.", "tool": "calculator",
+                        "arguments": {"expression": "1 / 0"}}
+            return Script.step(prompt)
+
+    script = Stubborn()
+    result = TaskforceAgent(FakeLLM([script]), repo, Toolbox.default(tmp_path)).run(MISSION)
+    assert result.succeeded and result.answers == {0: "36"}
+    assert "step 0 (Multiply 12 by 3) failed: no result after 4 steps" in \
+        script.planner_prompts[1]
+    plans = repo.store.list_todolists(result.session.session_id)
+    assert [p.status.value for p in plans] == ["abandoned", "completed"]
+    assert repo.latest_state(result.session.session_id).state_json["replans"] == 1

@@ -3,7 +3,8 @@
 A set is a JSON file (``data/taskforce/missions.json``) of :class:`Mission` entries; its
 ``workspace`` folder beside it holds the files the missions start from. :func:`check_mission`
 decides success from what the session produced, never from the agent's own claim alone: the
-session must complete and every check must hold.
+session must complete, its final answer must hold the expected fact, and a file mission's file
+must hold its text.
 """
 
 from __future__ import annotations
@@ -86,12 +87,14 @@ def prepare_workspace(missions: MissionSet, workspace: str | Path) -> Path:
     return target
 
 
-def check_mission(mission: Mission, completed: bool, answers: dict[int, Any],
+def check_mission(mission: Mission, completed: bool, final_answer: Any,
                   workspace: str | Path) -> MissionCheck:
-    """Did the session complete with every check of ``mission`` holding?"""
+    """Did the session complete with every check of ``mission`` holding? Answers are checked
+    on the session's final answer (its last step's result), not on intermediate results such
+    as a retrieved passage."""
     if not completed:
         return MissionCheck(id=mission.id, succeeded=False, reason="session did not complete")
-    results = " ".join(str(v) for v in answers.values()).lower()
+    results = str(final_answer)
     if mission.answer_contains and not any(found(s, results) for s in mission.answer_contains):
         return MissionCheck(id=mission.id, succeeded=False,
                             reason=f"results {results[:120]!r} contain none of "

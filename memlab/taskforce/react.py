@@ -66,7 +66,7 @@ class SessionResult(BaseModel):
 
     @property
     def final_answer(self) -> Any:
-        """The result of the plan's last item (in position order), None if it has none."""
+        """The result of the (last) plan's last item in position order, None if none."""
         if not self.answers:
             return None
         return self.answers[max(self.answers)]

@@ -87,8 +87,13 @@ class SessionRun:
             if position is None:
                 break
             outcome = yield from self.run_item(position)
-            if outcome not in ("completed", "replan"):
+            if outcome in ("completed", "replan"):
+                continue
+            if self.replans >= self.agent.max_replans:
                 return self.fail(f"item {position} failed: {outcome}")
+            self.replace_plan(f"step {position} ({self.todolist.item(position).description}) "
+                              f"failed: {outcome}; its last observation: "
+                              f"{(self.item_steps or ['none'])[-1]}")
         self.succeed()
 
     def next_item(self) -> int | None:
@@ -165,12 +170,20 @@ class SessionRun:
     def replan(self) -> tuple[str | None, Observation]:
         if self.replans >= self.agent.max_replans:
             return None, self.observation(None, False, "replan limit reached; finish this step")
+        self.replace_plan("the agent asked for a new plan")
+        return "replan", self.observation("new plan made", True)
+
+    def replace_plan(self, why: str) -> None:
+        """Abandon the plan and plan again (``max_replans`` times a session), told what the
+        old plan achieved and ``why``; its positions start afresh, so its results move into
+        the planner's prompt."""
         self.replans += 1
+        done = "; ".join(f"{i.description} -> {self.answers[i.position]}"
+                         for i in self.todolist.items if i.position in self.answers)
         self.todolist.status = PlanStatus.ABANDONED
         self.repo.save_plan(self.todolist)
-        self.current, self.item_steps = None, []
-        self.plan(progress=f"results so far {self.answers}")
-        return "replan", self.observation("new plan made", True)
+        self.current, self.item_steps, self.last_success, self.answers = None, [], None, {}
+        self.plan(progress=f"{why}. Done so far: {done or 'nothing'}")
 
     def checked_finish(self, position: int) -> StepDecision | None:
         """After a successful tool call, finish the item with its output: at once (a plan item
