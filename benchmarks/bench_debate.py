@@ -6,15 +6,18 @@ distinct ranks, closeness in 0-1, CR <= threshold). Writes
 ``benchmarks/results/debate[-<tier>].json``: completed or where it stopped, per-round calls,
 re-asks and seconds, CR per Director attempt, JSON re-ask rate with its Wilson interval.
 
+The round files stay in ``--out`` (default ``results/decision/bench-<tier>``, not in git), so
+``memlab decide data/decision/sample_input.json --out <that> --session-id bench`` shows them.
+
 Usage:
-    nice python benchmarks/bench_debate.py [--llm-model 0.5b|1.5b]
+    nice python benchmarks/bench_debate.py [--llm-model 0.5b|1.5b] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import tempfile
+import shutil
 import time
 from pathlib import Path
 
@@ -30,7 +33,9 @@ from memlab.models.decision import check_ranks, check_weights, round_output_file
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llm-model", default="0.5b")
+    parser.add_argument("--out", default=None, help="folder of the round files")
     args = parser.parse_args()
+    out = Path(args.out or f"results/decision/bench-{args.llm_model}")
     user = read_user_input(DATA / "decision" / "sample_input.json")
     llm = lab.make_llm("local", args.llm_model, llm_cache=False)
     turns: list[dict] = []
@@ -42,14 +47,14 @@ def main() -> None:
               f"  {turn.content[:70]!r}", flush=True)
 
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as out:
-        debate = DecisionDebate(llm, output_dir=out, on_turn=on_turn)
-        try:
-            state = debate.run(user, session_id="bench")
-            stopped, rules = None, check_rules(Path(out), state)
-        except MemlabError as exc:
-            stopped, rules, state = f"{type(exc).__name__}: {exc}", {}, None
-        files = {p.name: json.loads(p.read_text()) for p in Path(out).glob("*.json")}
+    shutil.rmtree(out, ignore_errors=True)  # a fresh debate, not a resumed one
+    debate = DecisionDebate(llm, output_dir=out, on_turn=on_turn)
+    try:
+        state = debate.run(user, session_id="bench")
+        stopped, rules = None, check_rules(out, state)
+    except MemlabError as exc:
+        stopped, rules, state = f"{type(exc).__name__}: {exc}", {}, None
+    files = sorted(p.name for p in out.glob("*.json"))
     calls = sum(r.calls for r in debate.stats.rounds.values())
     reasks = sum(r.reasks for r in debate.stats.rounds.values())
     result = {"model": llm.model, "completed": stopped is None, "stopped": stopped,
@@ -59,7 +64,7 @@ def main() -> None:
               "stats": debate.stats.model_dump(mode="json"), "rules": rules,
               "final_ranking": [r.model_dump() for r in state.final_ranking] if state else [],
               "criteria_weights": state.criteria_weights if state else {},
-              "turn_log": turns, "files": sorted(files)}
+              "turn_log": turns, "files": files, "output_dir": str(out)}
     suffix = "" if args.llm_model == "0.5b" else f"-{args.llm_model}"
     write(f"debate{suffix}", result)
     print(f"{llm.model}: completed={result['completed']} {stopped or ''}")
