@@ -23,7 +23,7 @@ from memlab.bench.base import SUITES
 from memlab.bench.questions import answered_tests, is_answered
 from memlab.bench.spec import RunSpec
 from memlab.errors import ConfigError, fields_message
-from memlab.memory.base import MEMORIES
+from memlab.memory.base import CONDITIONS, MEMORIES
 from memlab.stats import min_detectable_difference
 
 
@@ -46,7 +46,7 @@ class GridSpec(BaseModel):
 
     name: str
     description: str = ""
-    conditions: list[str] = Field(default_factory=MEMORIES.names)
+    conditions: list[str] = Field(default_factory=lambda: list(CONDITIONS))  # peers opt in
     suites: list[str] = Field(default_factory=SUITES.names)
     spans: dict[str, list[int]]
     seeds: list[int] = Field(default_factory=lambda: [0])

@@ -58,7 +58,8 @@ def make_llm(llm: str | None = None, model: str | None = None, **kwargs: Any):
 
 
 def make_models(spec: RunSpec) -> tuple[Any, Any]:
-    """The answering model (window sized to the run) and the memory's own model of ``spec``.
+    """The answering model (window sized to the run) and the memory's own model of ``spec``
+    (window: the configured one, or what the condition needs, ``memory_context_window``).
 
     The memory model is the answering client itself when both name the same model.
     """
@@ -68,9 +69,10 @@ def make_models(spec: RunSpec) -> tuple[Any, Any]:
     model = spec.memory_llm_model or settings.memory_llm_model
     if model is None:
         model = "0.5b" if provider == "local" else spec.llm_model
-    if provider == spec.llm and model == spec.llm_model:
+    needs = MEMORIES.resolve(spec.condition).memory_context_window or 0
+    if provider == spec.llm and model == spec.llm_model and answering.context_window >= needs:
         return answering, answering
-    return answering, make_llm(provider, model)
+    return answering, make_llm(provider, model, n_ctx=max(settings.n_ctx, needs))
 
 
 def make_embedder(embedder: str | None = None):

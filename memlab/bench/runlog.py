@@ -122,7 +122,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 PACKAGES = ("memlab", "pydantic", "numpy", "pandas", "llama_cpp_python", "chromadb",
-            "onnxruntime", "tokenizers", "google-genai", "httpx")
+            "onnxruntime", "tokenizers", "google-genai", "httpx",
+            "mem0ai", "langmem", "trustcall", "langgraph", "langchain-core")  # the peers extra
 
 
 def environment_info() -> dict[str, Any]:

@@ -245,8 +245,10 @@ class _RunSession:
     def finish(self, manifest: dict[str, Any], *, status: str, **extra: Any) -> None:
         self._stack.close()
         self.writer.close()
+        memory_stats = self.agent.memory.stats()
         self.agent.memory.close()
-        manifest.update(status=status, finished_at=_now(), sleep_stats=self.sleep_stats)
+        manifest.update(status=status, finished_at=_now(), sleep_stats=self.sleep_stats,
+                        memory_stats=memory_stats)
         manifest["counts"].update(
             turns=len(read_jsonl(self.run_dir / "turns.jsonl")), llm_calls_paid=self.journal.paid,
             llm_calls_recorded=self.journal.recorded, llm_calls_replayed=self.journal.replayed,

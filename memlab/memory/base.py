@@ -144,6 +144,8 @@ class MemorySystem(ABC):
     keeps_provenance: ClassVar[bool] = True
     # Whether the memory is told each question's evidence before recall (the oracle arm only).
     uses_evidence: ClassVar[bool] = False
+    # The context window the memory's own model needs (None: the configured one will do).
+    memory_context_window: ClassVar[int | None] = None
 
     def __init__(self, scope: Scope, *, llm: LLMClient | None = None,
                  embedder: Embedder | None = None, workdir: Path | None = None,
@@ -175,6 +177,10 @@ class MemorySystem(ABC):
         """Run a consolidation cycle; conditions without one return None."""
         return None
 
+    def stats(self) -> dict[str, Any]:
+        """The condition's own counters for the run manifest (model calls, failures...)."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release stores and clients."""
 
@@ -196,4 +202,10 @@ MEMORIES.register("sleep", "memlab.memory.sleep:SleepMemory",
                   "sleep cycle: replay, compression, schema induction, decay")
 MEMORIES.register("hybrid", "memlab.memory.hybrid:HybridMemory",
                   "operating memory + distilled facts (newer supersedes older) + shared workspaces")
-CONDITIONS: tuple[str, ...] = tuple(MEMORIES.names())  # the paper's order
+MEMORIES.register("mem0", "memlab.memory.peers.mem0_memory:Mem0Memory",
+                  "peer: mem0 2.2.1 (mem0ai) add/search on memlab's model, embedder and chroma")
+MEMORIES.register("langmem", "memlab.memory.peers.langmem_memory:LangMemMemory",
+                  "peer: LangMem 0.0.30 memory store manager + LangGraph store search")
+# peer libraries: opt-in conditions that need the peers extra (pip install -e ".[peers]")
+PEERS: tuple[str, ...] = ("mem0", "langmem")
+CONDITIONS: tuple[str, ...] = tuple(n for n in MEMORIES.names() if n not in PEERS)  # paper order
