@@ -1,18 +1,18 @@
 """memlab's rag / hybrid against the peers mem0 and LangMem, in one run on one machine.
 
 1. Search latency: each memory is filled with 1k and 10k stored memories, then ``--queries``
-   fresh queries go through its ``recall`` (p50 / p95 ms). rag and hybrid are filled through
-   their own ``observe`` (hybrid's extractor a FakeLLM, as in bench_memory.py); mem0 and LangMem
-   through their libraries' store APIs directly (mem0's vector store ``insert``, the LangGraph
-   store's ``batch`` of puts), since 10k adds through a real LLM would take days here. Real
-   MiniLM embedder everywhere; the search is the library's own (mem0 ``Memory.search``,
-   LangGraph ``store.search``).
+   fresh queries go through its ``recall`` (p50 / p95 ms). hybrid is filled through its own
+   ``observe`` (its extractor a FakeLLM, as in bench_memory.py); rag through its vector store
+   in batches of TurnDocuments; mem0 and LangMem through their libraries' store APIs directly
+   (mem0's vector store ``insert``, the LangGraph store's ``batch`` of puts), since 10k adds
+   through a real LLM would take days here. Real MiniLM embedder everywhere; the search is each
+   condition's own (rag's chroma query, mem0 ``Memory.search``, LangGraph ``store.search``).
 2. Ingest cost per stored turn with a real local model: the first ``--ingest-turns`` turns of the
    persona suite through each condition's ``observe`` (response cache off): wall seconds, model
    calls, prompt and completion tokens, memories written, per turn.
 
-Run: .venv/bin/python benchmarks/bench_peers.py [--sizes 1000 10000] [--queries 100]
-     [--ingest-turns 4] [--ingest-models 1.5b]
+Run: .venv/bin/python benchmarks/bench_peers.py [--part search|ingest|both]
+     [--sizes 1000 10000] [--queries 100] [--ingest-turns 4] [--ingest-models 1.5b]
 Writes benchmarks/results/peers.json.
 """
 
@@ -74,12 +74,28 @@ def fill_langmem(memory, texts: list[str]) -> None:
                             for i, t in enumerate(texts[start: start + 512])])
 
 
+def fill_rag(memory, size: int, rng: random.Random) -> None:
+    """rag's own vector store, TurnDocuments shaped as ``observe`` writes them, in batches."""
+    from memlab.memory.rag import _metadata
+    from memlab.models.turns import TurnDocument
+
+    for start in range(0, size, 512):
+        docs = [TurnDocument(content=ex.render(), turn_number=ex.turn_number,
+                             timestamp=ex.timestamp)
+                for ex in (exchange(i, "fill", rng) for i in range(start, min(size, start + 512)))]
+        memory.vectors.add([d.id for d in docs], [d.content for d in docs],
+                           [_metadata(d) for d in docs])
+    for i in range(size, size + memory.config.recent_turns):  # the history rag also sends
+        memory.observe(exchange(i, "fill", rng))
+    memory.flush()
+
+
 def fill(key: str, memory, size: int, embedder, rng: random.Random) -> None:
-    if key in ("rag", "hybrid"):
+    if key == "rag":
+        return fill_rag(memory, size, rng)
+    if key == "hybrid":
         for i in range(size):
             memory.observe(exchange(i, "fill", rng))
-        if key == "rag":
-            memory.flush()
         return
     texts = [memory_text(i, rng) for i in range(size)]
     fill_mem0(memory, texts, embedder) if key == "mem0" else fill_langmem(memory, texts)
@@ -102,7 +118,7 @@ def measure_search(key: str, size: int, queries: int, embedder, folder: Path) ->
     memory.close()
     ms = np.array(latencies) * 1000
     return {"condition": key, "stored": size, "queries": queries, "fill_s": round(fill_s, 1),
-            "fill": "observe" if key in ("rag", "hybrid") else "library store API",
+            "fill": "observe" if key == "hybrid" else "store API",
             "search_p50_ms": round(float(np.percentile(ms, 50)), 2),
             "search_p95_ms": round(float(np.percentile(ms, 95)), 2),
             "items_per_query": round(hits / queries, 2)}
@@ -151,7 +167,7 @@ def measure_ingest(key: str, tier: str, turns: list[Exchange], embedder, folder:
 def run_all(args) -> dict:
     embedder = CachedEmbedder(MiniLMEmbedder(), maxsize=50_000)
     search, ingest = [], []
-    for size in args.sizes:
+    for size in args.sizes if args.part in ("search", "both") else []:
         for key in args.conditions:
             folder = Path(tempfile.mkdtemp(prefix=f"bench-peers-{key}-"))
             try:
@@ -159,7 +175,7 @@ def run_all(args) -> dict:
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
             print(json.dumps(search[-1]), flush=True)
-    if args.ingest_turns:
+    if args.part in ("ingest", "both"):
         from memlab import lab
 
         turns = persona_turns(args.ingest_turns, lab.make_llm("local", "0.5b", llm_cache=False))
@@ -179,8 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--conditions", nargs="+", default=list(CONDITIONS))
-    parser.add_argument("--ingest-turns", type=int, default=4,
-                        help="persona turns ingested with the real model (0: skip)")
+    parser.add_argument("--part", choices=["search", "ingest", "both"], default="both",
+                        help="measure one part only (the other is kept from the existing file)")
+    parser.add_argument("--ingest-turns", type=int, default=4, help="persona turns ingested "
+                        "with the real model")
     parser.add_argument("--ingest-models", nargs="+", default=["1.5b"])
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -195,6 +213,11 @@ def main(argv: list[str] | None = None) -> int:
                     "response cache off"}
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "peers.json"
+    old = json.loads(out.read_text()) if out.exists() and args.part != "both" else {}
+    kept = "ingest" if args.part == "search" else "search"
+    if args.part != "both":
+        results[kept] = old.get(kept, [])
+        meta = {**old.get("meta", {}), f"{args.part}_meta": meta}
     out.write_text(json.dumps({"meta": meta, **results}, indent=2))
     print(f"wrote {out}")
     return 0
