@@ -24,6 +24,7 @@ def memory_llm():
         require_or_skip(str(exc))
 
 
+@pytest.mark.timeout(1800)  # on a busy shared 2-core machine mem0's first add took > 15 min
 @pytest.mark.parametrize("key", PEERS)
 def test_a_fact_goes_in_through_the_library_and_comes_back(key, memory_llm, minilm, tmp_path):
     memory = MEMORIES.create(key, scope=Scope(user_id="persona-1"), llm=memory_llm,
