@@ -99,9 +99,16 @@ class Agent:
 
     # ----------------------------------------------------------------- the loop
     def interact(self, text: str, *, store: bool = True, timestamp: datetime | None = None,
-                 session_id: str | None = None,
-                 options: list[str] | None = None) -> TurnTrace:
-        """Answer ``text`` with memory; never raises for a failing model call (see ``error``)."""
+                 session_id: str | None = None, options: list[str] | None = None,
+                 max_tokens: int | None = None) -> TurnTrace:
+        """Answer ``text`` with memory; never raises for a failing model call (see ``error``).
+
+        Args:
+            store: store the exchange (``commit``) once answered; False leaves that to the
+                caller (the server stores a turn only if its client is still waiting).
+            timestamp: when ``text`` was sent; it reaches memory with the exchange.
+            max_tokens: reply limit for this turn (default ``self.max_tokens``).
+        """
         trace = TurnTrace()
         start = time.perf_counter()
         context = self.memory.recall(text)
@@ -111,16 +118,22 @@ class Agent:
         messages = self._build_messages(context, user_text, trace)
         self.last_messages = messages
         try:
-            completion = self.llm.complete(messages, max_tokens=self.max_tokens)
+            completion = self.llm.complete(messages, max_tokens=max_tokens or self.max_tokens)
         except LLMError as exc:
             trace.error = f"{type(exc).__name__}: {exc}"
             return trace
         self._record_completion(trace, completion)
         if store:
-            start = time.perf_counter()
-            self._store(text, completion.text, timestamp, session_id)
-            trace.memory_latency_s += time.perf_counter() - start
-            self._auto_sleep(trace)
+            self.commit(text, trace, timestamp=timestamp, session_id=session_id)
+        return trace
+
+    def commit(self, text: str, trace: TurnTrace, *, timestamp: datetime | None = None,
+               session_id: str | None = None) -> TurnTrace:
+        """Store an answered turn (``text`` and ``trace.reply``), then the auto-sleep check."""
+        start = time.perf_counter()
+        self._store(text, trace.reply, timestamp, session_id)
+        trace.memory_latency_s += time.perf_counter() - start
+        self._auto_sleep(trace)
         return trace
 
     def observe(self, user: str, assistant: str, *, timestamp: datetime | None = None,
