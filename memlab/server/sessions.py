@@ -2,7 +2,7 @@
 
 A session lives in ``<workdir>/sessions/<id>/``: ``session.json`` (what it is),
 ``journal.jsonl`` (every acknowledged step, appended and fsync'ed before the server answers) and
-``stores/`` (the condition's embedded stores). Its memory scope carries the session id and an
+``stores/<incarnation>/`` (the condition's embedded stores). Its memory scope carries the session id and an
 incarnation number, so two sessions never share a key even on a shared Redis or chroma server.
 
 A session not in memory (the server restarted) is rebuilt on first use: ``stores/`` is emptied
@@ -245,8 +245,8 @@ class SessionManager:
     def _open(self, info: SessionInfo, folder: Path, *, incarnation: int) -> Session:
         scope = Scope(user_id=info.user_id, agent_id=f"{info.agent_id}/{info.id}/{incarnation}")
         memory = MEMORIES.create(info.condition, scope=scope, llm=self.llm,
-                                 embedder=self.embedder, workdir=folder / STORES,
-                                 config=info.options)
+                                 embedder=self.embedder, config=info.options,
+                                 workdir=folder / STORES / str(incarnation))
         agent = Agent(memory, self.llm)
         return Session(info=info, folder=folder, agent=agent,
                        journal=JsonlWriter(folder / JOURNAL))
