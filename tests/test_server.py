@@ -222,3 +222,8 @@ def test_a_restarted_server_rebuilds_each_session_from_its_journal(tmp_path, con
     assert after["session"]["turns"] == before["session"]["turns"] == 7
     assert after["stored"] == before["stored"]
     assert [i["text"] for i in after["recalled"]] == [i["text"] for i in before["recalled"]]
+
+
+def test_a_blank_api_token_means_no_token_not_an_empty_password():
+    assert get_settings(api_token="  ").api_token is None
+    assert get_settings(api_token="s3cret").api_token.get_secret_value() == "s3cret"

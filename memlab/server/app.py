@@ -92,8 +92,10 @@ class Server:
             self.executor, self.manager.get, session_id)
 
     def close(self) -> None:
-        self.manager.close()
+        opened = self.manager.close()
         self.executor.shutdown(wait=True)
+        print(f"memlab agent server stopped: {opened} open sessions closed, every acknowledged "
+              "step is in its journal", flush=True)
 
 
 def create_app(manager: SessionManager, *, settings: Settings | None = None,

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 FORM = b"application/x-www-form-urlencoded"  # what `curl -d` sends; this API takes only JSON
+CLOSE = {"Connection": "close"}  # the rest of a refused body is never read
 
 
 class BodyGuard:
@@ -61,14 +62,14 @@ class BodyGuard:
                 message = await asyncio.wait_for(receive(), timeout=self.read_timeout_s)
             except TimeoutError:
                 raise HTTPException(408, f"the body did not arrive within {self.read_timeout_s:g}"
-                                         " s (MEMLAB_SERVER_READ_TIMEOUT_S); nothing was done"
-                                    ) from None
+                                         " s (MEMLAB_SERVER_READ_TIMEOUT_S); nothing was done",
+                                    headers=CLOSE) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 complete = not message.get("more_body", False)
                 if received > self.max_bytes:
                     raise HTTPException(413, f"body exceeds the limit of {self.max_bytes} bytes "
-                                             "(MEMLAB_SERVER_MAX_BODY_BYTES)")
+                                             "(MEMLAB_SERVER_MAX_BODY_BYTES)", headers=CLOSE)
             return message
 
         return guarded

@@ -169,14 +169,20 @@ class SessionManager:
     def count(self) -> int:
         return sum(1 for p in self.root.glob(f"*/{META}"))
 
-    def close(self) -> None:
-        """Wait for every session's work in progress, then close journals and stores."""
+    def close(self) -> int:
+        """Wait for every session's work in progress, then close journals and stores.
+
+        Returns:
+            How many sessions were open.
+        """
         with self._lock:
             self.closed = True
             for session in self._sessions.values():
                 with session.lock:
                     self._close(session)
+            opened = len(self._sessions)
             self._sessions.clear()
+            return opened
 
     # ----------------------------------------------------------------- work (worker threads)
     def answer(self, session: Session, request: TurnRequest,
