@@ -49,7 +49,9 @@ T = TypeVar("T")
 SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, description="from POST /sessions")]
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorReply, "description": why} for code, why in {
+        400: "the body is not JSON text (or a malformed request)",
         401: "missing or wrong bearer token", 404: "no such session",
+        408: "the body did not arrive within MEMLAB_SERVER_READ_TIMEOUT_S",
         413: "body too large", 422: "a field breaks a rule (named in the error)",
         502: "the model call failed (nothing stored)",
         503: "a store is unavailable, or the server is shutting down",
@@ -73,7 +75,7 @@ class Server:
     async def run(self, request: Request, work: Callable[[Ticket], T]) -> T:
         """``work(ticket)`` in a worker thread, given up at the deadline or on disconnect."""
         loop, ticket = asyncio.get_running_loop(), Ticket()
-        future = loop.run_in_executor(self.executor, work, ticket)
+        future = self.submit(work, ticket)
         future.add_done_callback(_consume)  # a given-up request's late error is not "unhandled"
         end = loop.time() + self.settings.server_deadline_s
         while True:
@@ -87,9 +89,15 @@ class Server:
                                              " s (MEMLAB_SERVER_DEADLINE_S); nothing was stored")
                 raise HTTPException(499, "the client disconnected; nothing was stored")
 
+    def submit(self, work: Callable[..., T], *args: Any) -> asyncio.Future:
+        """``work(*args)`` in a worker thread (MemlabError, so 503, once shut down)."""
+        try:
+            return asyncio.get_running_loop().run_in_executor(self.executor, work, *args)
+        except RuntimeError:  # the executor was shut down
+            raise MemlabError("the server is shutting down") from None
+
     async def session(self, session_id: str):
-        return await asyncio.get_running_loop().run_in_executor(
-            self.executor, self.manager.get, session_id)
+        return await self.submit(self.manager.get, session_id)
 
     def close(self) -> None:
         opened = self.manager.close()
@@ -191,8 +199,7 @@ def session_routes(server: Server) -> APIRouter:
     @router.post("/turn", response_model=TurnReply, tags=["seed"])
     async def seed_turn(request: Request, body: BenchmarkTurnPayload) -> Any:
         """The seed's payload on the default session (``history`` is accepted, not used)."""
-        session = await asyncio.get_running_loop().run_in_executor(
-            server.executor, manager.default)
+        session = await server.submit(manager.default)
         return reply(session.info.id, await server.run(
             request, lambda t: manager.answer(session, TurnRequest(message=body.message), t)))
 
