@@ -29,8 +29,12 @@ def register(commands) -> dict:
         "goodai-rescore", help="re-score published GoodAI LTM results with memlab's scorers",
         description="Re-score a folder of GoodAI result files (<agent>/<Test Type>/<id>_<rep>.json)"
                     " and print, per test type, how many published scores memlab reproduces.",
-        epilog="example: memlab goodai-rescore ../shared/data/goodai-ltm-v3-1k/results")
+        epilog="example: memlab goodai-rescore --goodai-scorers published "
+               "../shared/data/goodai-ltm-v3-1k/results")
     rescore.add_argument("dir", help="folder of GoodAI result files")
+    rescore.add_argument("--goodai-scorers", choices=("current", "published"), default="current",
+                         help="GoodAI's scoring today (current, default) or the 2024-05 scoring "
+                              "the published v3 results were scored with (published)")
 
     serve = commands.add_parser(
         "serve", help="serve agents over HTTP, one per session (FastAPI)",
@@ -51,7 +55,7 @@ def register(commands) -> dict:
 def cmd_goodai_rescore(args: argparse.Namespace) -> int:
     from memlab.bench.goodai import format_rescore_report, goodai_rescore
 
-    print(format_rescore_report(goodai_rescore(args.dir)))
+    print(format_rescore_report(goodai_rescore(args.dir, scorers=args.goodai_scorers)))
     return 0
 
 
