@@ -75,7 +75,7 @@ def cmd_goodai_run(args: argparse.Namespace) -> int:
         with goodai.ServerProcess(serve) as server:
             goodai.run_goodai(checkout, config, server.url, isolated=args.isolated,
                               session=session)
-    results = checkout.results(run_name)
+    results = checkout.results(run_name, isolated=args.isolated)
     print(format_rescore_report(goodai_rescore(results, scorers=args.goodai_scorers)))
     print(f"GoodAI result files: {results}")
     return 0

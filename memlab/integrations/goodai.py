@@ -53,9 +53,11 @@ class GoodAICheckout(BaseModel):
     def python(self) -> Path:
         return self.root / "venv" / "bin" / "python"
 
-    def results(self, run_name: str) -> Path:
-        """GoodAI's results folder of ``run_name``: ``<agent>/<Test Type>/<id>_<rep>.json``."""
-        return self.src / "data" / "tests" / run_name / "results"
+    def results(self, run_name: str, *, isolated: bool = False) -> Path:
+        """GoodAI's results folder of ``run_name``: ``<agent>/<Test Type>/<id>_<rep>.json``
+        (GoodAI names an isolated run ``<run name> (isolated)``)."""
+        name = f"{run_name} (isolated)" if isolated else run_name
+        return self.src / "data" / "tests" / name / "results"
 
 
 def install_key(source: Path) -> str:
