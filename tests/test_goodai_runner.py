@@ -72,3 +72,24 @@ def test_isolated_runs_reset_the_agent_between_tests(tmp_path):
     assert len(list(results.glob("memlab - rag/Colours/*_0.json"))) == 3
     # after each test GoodAI reset the agent: its session was deleted and a new, empty one made
     assert journals(tmp_path / "server") == [[]]
+
+
+def test_memlabs_current_scorers_agree_with_goodais_own_code(tmp_path):
+    """GoodAI's evaluate_correct, run in its venv on the published 1k answers, against memlab's
+    current scorers: every answer GoodAI decides by rule gets the same score."""
+    from memlab.config import get_settings
+    from memlab.integrations.goodai import install
+
+    if not SOURCE.is_dir() or not DEFINITIONS.is_dir():
+        require_or_skip(f"GoodAI source or published results not found under {SHARED}")
+    checkout = install(SOURCE, get_settings().cache_dir / "goodai")
+    results = DEFINITIONS.parent / "results"
+    out = tmp_path / "goodai_scores.json"
+    probe = Path(__file__).with_name("goodai_score_probe.py")
+    subprocess.run([str(checkout.python), str(probe), str(checkout.src), str(results), str(out)],
+                   check=True, timeout=600, capture_output=True)
+    theirs = json.loads(out.read_text())
+    ours = {item.file: item.memlab for item in goodai_rescore(results).items}
+    decided = {k: v[0] / v[1] for k, v in theirs.items() if isinstance(v, list)}
+    assert len(decided) >= 230  # all rule-decided answers of the published run
+    assert {k: ours[k] for k in decided} == pytest.approx(decided)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from memlab.cli.common import RAW, add_model_options, names, split
+from memlab.cli.common import RAW, add_model_options, names, positive_int, split
 from memlab.memory.base import MEMORIES
 
 DESCRIPTION = """\
@@ -45,6 +45,8 @@ def register(commands) -> dict:
                      help="URL of a running memlab serve (default: start one for this run)")
     run.add_argument("--workdir", default=None,
                      help="the started server's sessions (default results/goodai/<run name>)")
+    run.add_argument("--max-tokens", type=positive_int, default=None,
+                     help="reply limit of the agent's turns (default: the agent's 128)")
     run.add_argument("--isolated", action="store_true",
                      help="GoodAI's --isolated: tests one by one, the agent reset in between")
     run.add_argument("--goodai-scorers", choices=("current", "published"), default="current",
@@ -63,7 +65,8 @@ def cmd_goodai_run(args: argparse.Namespace) -> int:
     checkout = goodai.install(args.goodai_src, home)
     types = tuple(split(args.types) or goodai.RULE_ONLY_TYPES)
     config = goodai.prepare_run(checkout, args.definitions, run_name=run_name, types=types)
-    session = {"condition": args.condition}
+    session = {"condition": args.condition,
+               **({"max_tokens": args.max_tokens} if args.max_tokens else {})}
     if args.server:
         goodai.run_goodai(checkout, config, args.server, isolated=args.isolated, session=session)
     else:
