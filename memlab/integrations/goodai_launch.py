@@ -28,7 +28,7 @@ import sys
 import types
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -87,64 +87,80 @@ class MemlabServer:
         return json.loads(raw) if raw else {}
 
 
+class MemlabAgent:
+    """One GoodAI agent as a memlab session: what it sends, and the counts it keeps."""
+
+    STATE = ("session_id", "prompt_tokens", "completion_tokens", "replies_generated",
+             "exchanges_observed")
+
+    def __init__(self, server: MemlabServer, options: dict):
+        self.server, self.options = server, options
+        self.session_id = ""
+        self.prompt_tokens = self.completion_tokens = 0
+        self.replies_generated = self.exchanges_observed = 0
+
+    def reply(self, user_message: str, agent_response: str | None) -> str:
+        if not self.session_id:
+            self.reset()
+        stamp = datetime.now().astimezone().isoformat()  # GoodAI's (simulated) clock
+        path = f"/sessions/{self.session_id}"
+        if agent_response is not None:  # filler with GoodAI's reply: stored, not generated
+            self.server.call("POST", f"{path}/observe", {
+                "user": user_message, "assistant": agent_response, "timestamp": stamp})
+            self.exchanges_observed += 1
+            return agent_response
+        answer = self.server.call("POST", f"{path}/turn",
+                                  {"message": user_message, "timestamp": stamp})
+        self.prompt_tokens += answer["prompt_tokens"]
+        self.completion_tokens += answer["completion_tokens"]
+        self.replies_generated += 1
+        return answer["reply"]
+
+    def reset(self) -> None:
+        """Forget everything: delete the session, start a new one."""
+        if self.session_id:
+            self.server.call("DELETE", f"/sessions/{self.session_id}")
+        self.session_id = self.server.call("POST", "/sessions", self.options)["id"]
+
+    def state(self) -> dict:
+        return {key: getattr(self, key) for key in self.STATE}
+
+    def restore(self, state: dict) -> None:
+        """Continue a saved run on its session (which the server keeps on disk)."""
+        for key in self.STATE:
+            setattr(self, key, state[key])
+        try:
+            self.server.call("GET", f"/sessions/{self.session_id}")
+        except RuntimeError:
+            raise RuntimeError(f"memlab session {self.session_id} of this run is gone from the "
+                               "server; resume with the server's --workdir") from None
+
+
 def make_session_class(base: type) -> type:
     """GoodAI's ChatSession for memlab, built on GoodAI's own base class."""
 
     @dataclass
     class MemlabChatSession(base):
-        server: MemlabServer | None = None
-        session_options: dict = field(default_factory=dict)
-        session_id: str = ""
-        prompt_tokens: int = 0
-        completion_tokens: int = 0
-        replies_generated: int = 0
-        exchanges_observed: int = 0
+        agent: MemlabAgent | None = None
 
         @property
         def name(self) -> str:  # GoodAI's results folder: results/<name>/...
-            return f"memlab - {self.session_options.get('condition', 'server default')}"
+            return f"memlab - {self.agent.options.get('condition', 'server default')}"
 
         def reply(self, user_message: str, agent_response: str | None = None) -> str:
-            if not self.session_id:
-                self.reset()
-            stamp = datetime.now().astimezone().isoformat()  # GoodAI's (simulated) clock
-            path = f"/sessions/{self.session_id}"
-            if agent_response is not None:
-                self.server.call("POST", f"{path}/observe", {
-                    "user": user_message, "assistant": agent_response, "timestamp": stamp})
-                self.exchanges_observed += 1
-                return agent_response
-            answer = self.server.call("POST", f"{path}/turn",
-                                      {"message": user_message, "timestamp": stamp})
-            self.prompt_tokens += answer["prompt_tokens"]
-            self.completion_tokens += answer["completion_tokens"]
-            self.replies_generated += 1
-            return answer["reply"]  # costs_usd stays 0: a local model costs nothing
+            return self.agent.reply(user_message, agent_response)  # costs_usd stays 0
 
         def reset(self) -> None:
-            if self.session_id:
-                self.server.call("DELETE", f"/sessions/{self.session_id}")
-            self.session_id = self.server.call("POST", "/sessions", self.session_options)["id"]
+            self.agent.reset()
 
         def save(self) -> None:
             self.save_path.mkdir(parents=True, exist_ok=True)
-            state = {k: getattr(self, k) for k in ("session_id", "prompt_tokens",
-                                                   "completion_tokens", "replies_generated",
-                                                   "exchanges_observed")}
-            (self.save_path / "memlab_session.json").write_text(json.dumps(state, indent=2))
+            (self.save_path / "memlab_session.json").write_text(json.dumps(self.agent.state()))
 
         def load(self) -> None:
             path = self.save_path / "memlab_session.json"
-            if not path.exists():
-                return
-            state = json.loads(path.read_text())
-            for key, value in state.items():
-                setattr(self, key, value)
-            try:
-                self.server.call("GET", f"/sessions/{self.session_id}")
-            except RuntimeError:
-                raise RuntimeError(f"memlab session {self.session_id} of this run is gone from "
-                                   "the server; resume with the server's --workdir") from None
+            if path.exists():
+                self.agent.restore(json.loads(path.read_text()))
 
     return MemlabChatSession
 
@@ -196,8 +212,8 @@ def main(argv: list[str]) -> None:
     def get_chat_session(name, max_prompt_size, run_name, is_local=False):
         if name != "memlab":
             return original(name, max_prompt_size, run_name, is_local)
-        return session_class(run_name=run_name, is_local=True, server=server,
-                             session_options=options)
+        return session_class(run_name=run_name, is_local=True,
+                             agent=MemlabAgent(server, options))
 
     run_benchmark.get_chat_session = get_chat_session
     skip_missing_report_templates()

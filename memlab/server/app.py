@@ -153,7 +153,7 @@ def bearer_check(settings: Settings) -> Callable[..., None]:
 
 
 def session_routes(server: Server) -> APIRouter:
-    """The session routes of the issue: create, turn, observe, sleep, delete, memory, /turn."""
+    """Sessions: create, get, delete (reset), memory view; then the conversation routes."""
     router, manager = APIRouter(tags=["sessions"]), server.manager
 
     @router.post("/sessions", status_code=201, response_model=SessionInfo)
@@ -163,6 +163,26 @@ def session_routes(server: Server) -> APIRouter:
     @router.get("/sessions/{session_id}", response_model=SessionInfo)
     async def get_session(session_id: SessionId) -> SessionInfo:
         return manager.info(await server.session(session_id))
+
+    @router.delete("/sessions/{session_id}", status_code=204, response_class=Response)
+    async def delete_session(request: Request, session_id: SessionId) -> Response:
+        await server.run(request, lambda _ticket: manager.delete(session_id))
+        return Response(status_code=204)
+
+    @router.get("/sessions/{session_id}/memory", response_model=MemoryView)
+    async def memory(request: Request, session_id: SessionId,
+                     query: Annotated[str | None, Query(max_length=10_000)] = None,
+                     limit: Annotated[int, Query(ge=0, le=100_000)] = 100) -> MemoryView:
+        session = await server.session(session_id)
+        return await server.run(request, lambda _t: manager.view(session, query, limit))
+
+    add_conversation_routes(router, server)
+    return router
+
+
+def add_conversation_routes(router: APIRouter, server: Server) -> None:
+    """turn, observe and sleep on a session, and the seed's plain ``POST /turn``."""
+    manager = server.manager
 
     @router.post("/sessions/{session_id}/turn", response_model=TurnReply)
     async def turn(request: Request, session_id: SessionId, body: TurnRequest) -> Any:
@@ -184,26 +204,12 @@ def session_routes(server: Server) -> APIRouter:
         stats = await server.run(request, lambda t: manager.sleep(session, t))
         return SleepReply(session_id=session_id, cycle_stats=_dump(stats))
 
-    @router.delete("/sessions/{session_id}", status_code=204, response_class=Response)
-    async def delete_session(request: Request, session_id: SessionId) -> Response:
-        await server.run(request, lambda _ticket: manager.delete(session_id))
-        return Response(status_code=204)
-
-    @router.get("/sessions/{session_id}/memory", response_model=MemoryView)
-    async def memory(request: Request, session_id: SessionId,
-                     query: Annotated[str | None, Query(max_length=10_000)] = None,
-                     limit: Annotated[int, Query(ge=0, le=100_000)] = 100) -> MemoryView:
-        session = await server.session(session_id)
-        return await server.run(request, lambda _t: manager.view(session, query, limit))
-
     @router.post("/turn", response_model=TurnReply, tags=["seed"])
     async def seed_turn(request: Request, body: BenchmarkTurnPayload) -> Any:
         """The seed's payload on the default session (``history`` is accepted, not used)."""
         session = await server.submit(manager.default)
         return reply(session.info.id, await server.run(
             request, lambda t: manager.answer(session, TurnRequest(message=body.message), t)))
-
-    return router
 
 
 def reply(session_id: str, result: tuple[TurnTrace, int]) -> Any:
