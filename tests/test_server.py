@@ -227,3 +227,30 @@ def test_a_restarted_server_rebuilds_each_session_from_its_journal(tmp_path, con
 def test_a_blank_api_token_means_no_token_not_an_empty_password():
     assert get_settings(api_token="  ").api_token is None
     assert get_settings(api_token="s3cret").api_token.get_secret_value() == "s3cret"
+
+
+def test_a_turn_given_up_while_waiting_for_its_session_is_never_generated(tmp_path):
+    release = threading.Event()
+
+    def slow(_messages):
+        release.wait(5)
+        return "late"
+
+    llm = FakeLLM([slow])
+    test_client, manager = open_client(tmp_path, llm=llm, condition="vanilla",
+                                       server_deadline_s=1.0)
+    with test_client as client:
+        sid = new_session(client)
+        answers = []
+        first = threading.Thread(target=lambda: answers.append(
+            client.post(f"/sessions/{sid}/turn", json={"message": "one"}).status_code))
+        first.start()
+        time.sleep(0.1)  # the first turn holds the session while the model runs
+        answers.append(client.post(f"/sessions/{sid}/turn", json={"message": "two"}).status_code)
+        first.join(5)
+        release.set()
+        deadline = time.monotonic() + 5
+        while manager.get(sid).lock.locked() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.1)  # the second worker takes the lock, sees it was given up, returns
+    assert answers == [504, 504] and len(llm.history) == 1

@@ -190,6 +190,8 @@ class SessionManager:
         """Answer a turn; store it only if the client still waits. None: abandoned, not stored."""
         with session.lock:
             self._check_open(session)
+            if ticket.state != "open":  # given up while waiting for the session
+                return None
             stamp = request.timestamp or utc_now()
             trace = session.agent.interact(
                 request.message, store=False, timestamp=stamp, session_id=session.info.id,
