@@ -27,7 +27,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 def test_help_teaches_and_exits_zero():
     done = run_cli("--help")
     assert done.returncode == 0
-    for command in ("run", "grid", "paper", "lab", "goodai-rescore", "serve"):
+    for command in ("run", "grid", "paper", "lab", "goodai-rescore", "goodai-run", "serve"):
         assert command in done.stdout
     assert "example" in run_cli("grid", "--help").stdout
 

@@ -212,3 +212,10 @@ def test_serve_refuses_a_port_in_use_and_an_open_host_without_token(tmp_path):
     finally:
         proc.kill()
     assert proc.returncode == 2 and "MEMLAB_API_TOKEN" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("port, rule", [("70000", "0..65535"), ("abc", "whole number")])
+def test_serve_refuses_a_port_that_is_not_one(tmp_path, port, rule):
+    done = subprocess.run([sys.executable, "-m", "memlab.cli", "serve", "--port", port],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2 and "--port" in done.stderr and rule in done.stderr

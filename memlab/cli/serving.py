@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from memlab.cli.common import RAW, add_model_options, names
+from memlab.cli.common import RAW, add_model_options, names, non_negative_int
 from memlab.memory.base import MEMORIES
 
 SERVE_HELP = """\
@@ -45,11 +45,18 @@ def register(commands) -> dict:
                        help=f"default condition of new sessions: {names(MEMORIES)} (default rag)")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to bind (default loopback; beyond it needs MEMLAB_API_TOKEN)")
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--port", type=port, default=8765, help="TCP port (default 8765)")
     serve.add_argument("--workdir", default="results/serve",
                        help="folder of the sessions' journals and stores (default results/serve)")
     add_model_options(serve)
     return {"goodai-rescore": cmd_goodai_rescore, "serve": cmd_serve}
+
+
+def port(text: str) -> int:
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port, 0..65535, got {text}")
+    return value
 
 
 def cmd_goodai_rescore(args: argparse.Namespace) -> int:
