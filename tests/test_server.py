@@ -254,3 +254,16 @@ def test_a_turn_given_up_while_waiting_for_its_session_is_never_generated(tmp_pa
             time.sleep(0.02)
         time.sleep(0.1)  # the second worker takes the lock, sees it was given up, returns
     assert answers == [504, 504] and len(llm.history) == 1
+
+
+def test_a_default_session_folder_left_half_deleted_is_not_revived(tmp_path):
+    (tmp_path / "sessions" / "default").mkdir(parents=True)  # a crash between unlink and rmtree
+    (tmp_path / "sessions" / "default" / "journal.jsonl").write_text(
+        '{"kind": "turn", "turn_number": 1, "user": "old", "assistant": "x", '
+        '"timestamp": "2024-01-01T00:00:00+00:00"}\n')
+    test_client, _ = open_client(tmp_path, condition="vanilla")
+    with test_client as client:
+        assert client.post("/turn", json={"history": "", "message": "new"}).json()[
+            "turn_number"] == 1
+        assert [s["user"] for s in client.get("/sessions/default/memory").json()["stored"]] == [
+            "new"]

@@ -134,6 +134,7 @@ class SessionManager:
         with self._lock:
             self._check_running()
             folder = self.root / info.id
+            shutil.rmtree(folder, ignore_errors=True)  # left without session.json by a crash
             folder.mkdir(parents=True)
             write_json_atomic(folder / META, {**info.model_dump(mode="json"), "incarnation": 0})
             self._sessions[info.id] = self._open(info, folder, incarnation=0)
