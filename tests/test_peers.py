@@ -32,7 +32,7 @@ from memlab.embed.hashing import HashingEmbedder  # noqa: E402
 from memlab.errors import LLMError  # noqa: E402
 from memlab.llm.fake import FakeLLM  # noqa: E402
 from memlab.memory.base import CONDITIONS, MEMORIES, PEERS, Exchange, Scope  # noqa: E402
-from memlab.memory.peers.common import NetworkBlockedError, loopback_only  # noqa: E402
+from memlab.network import NetworkBlockedError, is_loopback, loopback_only  # noqa: E402
 
 
 def make_peer(key, scope, workdir, llm=None, **extra):
@@ -163,18 +163,42 @@ def test_the_guard_blocks_a_connection_outside_loopback_and_allows_loopback():
     socket.getaddrinfo("localhost", 80)  # outside a block nothing is refused
 
 
+SOCKET_EVENTS: list[tuple[str, object]] = []
+
+
+def _record(event, args):
+    if event in {"socket.connect", "socket.sendto"}:
+        SOCKET_EVENTS.append((event, args[1]))
+    elif event == "socket.getaddrinfo":
+        SOCKET_EVENTS.append((event, args[0]))
+
+
+@pytest.fixture
+def socket_events():
+    """Every socket connect / sendto / name lookup of the process from now on (an audit hook
+    of the test's own, installed once: audit hooks cannot be removed)."""
+    if not getattr(_record, "installed", False):
+        sys.addaudithook(_record)
+        _record.installed = True
+    SOCKET_EVENTS.clear()
+    return SOCKET_EVENTS
+
+
+def outside_loopback(events) -> list:
+    hosts = [(e, t[0] if isinstance(t, tuple) else t) for e, t in events]
+    return [(e, h) for e, h in hosts if isinstance(h, str) and not is_loopback(h)]
+
+
+def test_the_recorder_sees_a_connection_outside_loopback(socket_events):
+    with pytest.raises(OSError):  # TEST-NET-1 is never routed: refused or timed out
+        socket.create_connection(("192.0.2.1", 9), timeout=0.2)
+    assert ("socket.connect", "192.0.2.1") in outside_loopback(socket_events)
+
+
 @pytest.mark.parametrize("key", PEERS)
-def test_a_peer_run_opens_no_connection_outside_loopback(tmp_path, key):
-    """Every socket event of the process during a peer's set-up, adds and searches, recorded by
-    an audit hook of the test's own (besides the condition's guard)."""
-    seen: list[tuple] = []
-
-    def record(event, args):
-        if event in {"socket.connect", "socket.getaddrinfo", "socket.sendto"}:
-            seen.append((event, args[1] if event != "socket.getaddrinfo" else args[0]))
-
-    sys.addaudithook(record)
-    seen.clear()
+def test_a_peer_run_opens_no_connection_outside_loopback(tmp_path, key, socket_events):
+    """The condition's set-up, adds and searches, every socket event of the process recorded
+    (besides the condition's own guard, which would refuse them)."""
     with loopback_only() as blocked:
         memory = make_peer(key, Scope(user_id="u1"), tmp_path)
         for turn in range(3):
@@ -182,10 +206,7 @@ def test_a_peer_run_opens_no_connection_outside_loopback(tmp_path, key):
                                     turn_number=turn + 1))
         memory.recall("what do I like?")
         memory.close()
-    from memlab.memory.peers.common import is_loopback
-
-    outside = [s for s in seen if not is_loopback(s[1][0] if isinstance(s[1], tuple) else s[1])]
-    assert outside == [] and blocked == []
+    assert outside_loopback(socket_events) == [] and blocked == []
 
 
 def test_mem0_writes_nothing_outside_the_run_folder_and_keeps_telemetry_off(tmp_path):

@@ -9,7 +9,7 @@ from services import require_or_skip
 
 from memlab.errors import MissingDependencyError
 from memlab.memory.base import MEMORIES, PEERS, Exchange, Scope
-from memlab.memory.peers.common import loopback_only
+from memlab.network import loopback_only
 
 pytestmark = pytest.mark.integration
 

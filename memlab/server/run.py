@@ -6,7 +6,6 @@ finish (up to the request deadline); then every session's journal and stores are
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from fastapi import APIRouter
 
 from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError
+from memlab.network import is_loopback
 from memlab.server.app import create_app
 from memlab.server.sessions import SessionManager
 
@@ -22,15 +22,6 @@ from memlab.server.sessions import SessionManager
 def extra_routers(*, llm: Any, embedder: Any, workdir: Path) -> list[APIRouter]:
     """Routers mounted beside the session routes, behind the same token: one line each."""
     return []
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -10,9 +10,6 @@ by the answer text in the prompt.
 from __future__ import annotations
 
 import importlib
-import ipaddress
-import sys
-import threading
 import time
 import uuid
 from abc import abstractmethod
@@ -29,6 +26,7 @@ from memlab.errors import MemlabError
 from memlab.memory._backends import RunFolder, resolve_embedder
 from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySystem
 from memlab.models import new_id
+from memlab.network import NetworkBlockedError, loopback_only
 
 IN_PROCESS_PROVIDERS = frozenset({"local", "fake"})  # memory models that need no network
 
@@ -42,70 +40,6 @@ class PeerConfig(BaseModel):
     network_guard: bool | None = Field(
         None, description="refuse every connection outside loopback while the library runs "
         "(None: on when the memory model runs in-process)")
-
-
-class NetworkBlockedError(MemlabError):
-    """A peer library tried to reach a host outside loopback."""
-
-
-# ---------------------------------------------------------------------------- network guard
-class _Guard:
-    """Process-wide (a library may call from its own worker threads): how many guarded blocks
-    are open and what they blocked."""
-
-    depth = 0
-    blocked: list[str] = []
-
-
-_hook_installed = False
-_hook_lock = threading.Lock()
-LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", ""})
-
-
-def is_loopback(host: Any) -> bool:
-    """Whether ``host`` (an address or name) stays on this machine."""
-    if host is None:
-        return True
-    text = host.decode() if isinstance(host, bytes) else str(host)
-    if text.lower() in LOCAL_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(text.split("%")[0]).is_loopback
-    except ValueError:
-        return False
-
-
-def _audit(event: str, args: tuple) -> None:
-    if not _Guard.depth:
-        return
-    if event in {"socket.connect", "socket.sendto"}:
-        address = args[1]
-        host = address[0] if isinstance(address, tuple) else None  # AF_UNIX: a path
-        if not is_loopback(host):
-            _Guard.blocked.append(f"{event} {address!r}")
-            raise NetworkBlockedError(f"blocked {event} to {address!r}: peers run on loopback only")
-    elif event == "socket.getaddrinfo" and not is_loopback(args[0]):
-        _Guard.blocked.append(f"{event} {args[0]!r}")
-        raise NetworkBlockedError(f"blocked name lookup of {args[0]!r}: peers run on loopback only")
-
-
-@contextmanager
-def loopback_only() -> Iterator[list[str]]:
-    """Inside the block, connections and name lookups outside loopback (from any thread of the
-    process) raise NetworkBlockedError; yields the list of what was blocked."""
-    global _hook_installed
-    with _hook_lock:
-        if not _hook_installed:
-            sys.addaudithook(_audit)  # audit hooks cannot be removed: it idles outside a block
-            _hook_installed = True
-        if not _Guard.depth:
-            _Guard.blocked = []
-        _Guard.depth += 1
-    try:
-        yield _Guard.blocked
-    finally:
-        with _hook_lock:
-            _Guard.depth -= 1
 
 
 # ---------------------------------------------------------------------------- reproducible ids
