@@ -190,6 +190,15 @@ def run_all(args) -> dict:
     return {"search": search, "ingest": ingest}
 
 
+def _merged(old: list[dict], new: list[dict]) -> list[dict]:
+    """``old`` rows not measured again (same condition, size or memory model), then ``new``."""
+    def key(row: dict) -> tuple:
+        return row["condition"], row.get("stored"), row.get("memory_model")
+
+    again = {key(row) for row in new}
+    return [row for row in old if key(row) not in again] + new
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
@@ -217,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     kept = "ingest" if args.part == "search" else "search"
     if args.part != "both":
         results[kept] = old.get(kept, [])
+        results[args.part] = _merged(old.get(args.part, []), results[args.part])
         meta = {**old.get("meta", {}), f"{args.part}_meta": meta}
     out.write_text(json.dumps({"meta": meta, **results}, indent=2))
     print(f"wrote {out}")
