@@ -112,10 +112,13 @@ class Agent:
     # ----------------------------------------------------------------- the loop
     def interact(self, text: str, *, store: bool = True, timestamp: datetime | None = None,
                  session_id: str | None = None, options: list[str] | None = None,
-                 answer: bool = True) -> TurnTrace:
+                 answer: bool = True, prompt: str | None = None) -> TurnTrace:
         """Answer ``text`` with memory; never raises for a failing model call (see ``error``).
 
         Args:
+            prompt: the user message the model sees instead of ``text`` (an answer instruction
+                around a question); memory is still queried with ``text``, and ``text`` is
+                what gets stored.
             timestamp: the conversation's clock now; when given, the prompt states it and
                 shows when remembered turns happened.
             options: answer options of a multiple-choice question: the reply is one option
@@ -127,7 +130,8 @@ class Agent:
         context = self.memory.recall(text)
         trace.context = context
         trace.memory_latency_s = time.perf_counter() - start
-        user_text = render_options(text, options) if options else text
+        shown = prompt or text
+        user_text = render_options(shown, options) if options else shown
         messages = self._build_messages(context, user_text, trace, now=timestamp)
         self.last_messages = trace.messages = messages
         if not answer:

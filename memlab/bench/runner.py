@@ -212,20 +212,60 @@ class _RunSession:
         for client in {id(llm): llm, id(memory_llm): memory_llm}.values():
             self._stack.enter_context(client.using_cache(self.journal))
         params = suite.describe()
-        user = str(params.get("user_id") or params.get("persona_id") or suite.name)
+        self.default_user = str(params.get("user_id") or params.get("persona_id") or suite.name)
+        self.store, self.factory = store, factory
+        self.agents: dict[str, Agent] = {}  # open agents by user (one per conversation)
+        self.left: set[str] = set()  # users whose conversation is over and memory closed
+        self.events_by_user: dict[str, dict[int, int]] = {}
+        first = next((e.user_id for e in suite.events() if e.user_id), None)
         try:
-            self.agent = factory(spec.condition, llm=llm, memory_llm=memory_llm,
-                                 embedder=embedder, workdir=store,
-                                 scope=Scope(user_id=user, agent_id=spec.condition))
+            self._use(first)
         except BaseException:
             self._stack.close()
             raise
-        self.agent.auto_sleep = not spec.probes_sleep
         self.questions = QuestionPlan(suite.events(), spec, run_dir)
-        self.turn_events: dict[int, int] = {}  # agent turn_number -> event index
         self.writer = JsonlWriter(run_dir / "turns.jsonl", fsync=fsync)
         self.diverged: list[int] = []
         self.sleep_stats: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ users
+    def _use(self, user: str | None) -> None:
+        """Make ``user``'s agent current (None: the suite's one user).
+
+        Each user of a suite of several conversations has its own agent, memory scope and
+        store folder; a finished conversation's memory is closed when the next one starts
+        (kept open under Table 2's protocol, whose probes come back to it).
+        """
+        user = user or self.default_user
+        if getattr(self, "user", None) == user:
+            return
+        if user in self.left:
+            raise MemlabError(f"suite {self.suite.name!r}: the events of user {user!r} are not "
+                              "contiguous (a conversation must not resume after another)")
+        previous = getattr(self, "user", None)
+        if previous is not None and not self.spec.probes_sleep:
+            self.agents.pop(previous).memory.close()
+            self.left.add(previous)
+        if user not in self.agents:
+            workdir = self.store if user == self.default_user else \
+                self.store / f"user-{len(self.events_by_user)}"
+            workdir.mkdir(parents=True, exist_ok=True)
+            agent = self.factory(self.spec.condition, llm=self.llm, memory_llm=self.memory_llm,
+                                 embedder=self.embedder, workdir=workdir,
+                                 scope=Scope(user_id=user, agent_id=self.spec.condition))
+            agent.auto_sleep = not self.spec.probes_sleep
+            self.agents[user] = agent
+        self.user, self.agent = user, self.agents[user]
+        self.turn_events = self.events_by_user.setdefault(user, {})  # turn_number -> event
+
+    def _sleep_all(self) -> dict[str, Any] | None:
+        """Table 2's forced sleep: every open agent's cycle (one user: its CycleStats record;
+        several: one record per user)."""
+        cycles = {user: agent.sleep() for user, agent in self.agents.items()}
+        records = {u: c.model_dump(mode="json") if c else None for u, c in cycles.items()}
+        if len(records) == 1:
+            return next(iter(records.values()))
+        return records if any(records.values()) else None
 
     # ------------------------------------------------------------------ manifest
     def start_manifest(self) -> dict[str, Any]:
@@ -245,7 +285,8 @@ class _RunSession:
     def finish(self, manifest: dict[str, Any], *, status: str, **extra: Any) -> None:
         self._stack.close()
         self.writer.close()
-        self.agent.memory.close()
+        for agent in self.agents.values():
+            agent.memory.close()
         manifest.update(status=status, finished_at=_now(), sleep_stats=self.sleep_stats)
         manifest["counts"].update(
             turns=len(read_jsonl(self.run_dir / "turns.jsonl")), llm_calls_paid=self.journal.paid,
@@ -263,8 +304,7 @@ class _RunSession:
                 self.journal.begin_step(
                     step.phase if step.event is None else f"{step.phase}:{step.event.index}")
                 if step.event is None:
-                    stats = self.agent.sleep()
-                    self.sleep_stats = stats.model_dump(mode="json") if stats else None
+                    self.sleep_stats = self._sleep_all()
                 else:
                     record = self.do_step(step)
                     if done < len(self.recorded):
@@ -286,9 +326,12 @@ class _RunSession:
     def do_step(self, step: Step) -> dict[str, Any]:
         event = step.event
         assert event is not None
+        self._use(event.user_id)
         record = {"index": event.index, "phase": step.phase, "kind": event.kind,
                   "test_id": event.test_id, "test_type": event.test_type,
                   "session_id": event.session_id, "text": event.text}
+        if event.user_id is not None:
+            record["user_id"] = event.user_id
         if event.kind == "filler" or (event.kind == "needle"
                                       and not self.questions.answered(event)):
             start = time.perf_counter()
@@ -320,7 +363,7 @@ class _RunSession:
             self.agent.memory.set_evidence(plan.evidence_turns(event, self.turn_events))
         trace = self.agent.interact(event.text, store=store and answer,
                                     timestamp=event.timestamp, session_id=event.session_id,
-                                    options=shown, answer=answer)
+                                    options=shown, answer=answer, prompt=event.prompt)
         choice = plan.original(order, trace.choice)
         if self.logprob and shown and answer and trace.error is None:
             scores = self.llm.score_options(self.agent.last_messages, shown)

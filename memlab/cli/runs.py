@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -76,6 +77,13 @@ def register(commands) -> dict:
     run.add_argument("--probes-sleep", action="store_true",
                      help="Table 2's protocol: no auto-sleep; the questions before and after "
                           "one forced sleep cycle")
+    run.add_argument("--data", default=None,
+                     help="the published data file of locomo / longmemeval (suite option "
+                          "'data'; see docs/suites.md)")
+    run.add_argument("--suite-option", action="append", default=[], metavar="KEY=VALUE",
+                     help="a suite option, repeatable; VALUE is read as JSON when it parses "
+                          "(--suite-option conversations='[\"conv-26\"]' --suite-option "
+                          "questions=20), else as text")
     add_model_options(run)
 
     grid = commands.add_parser(
@@ -136,13 +144,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         llm_model=args.llm_model, memory_llm=args.memory_llm,
         memory_llm_model=args.memory_llm_model, embedder=args.embedder,
         answered=args.answered, probes_sleep=args.probes_sleep,
-        needle_replies="scripted" if args.scripted_needles else "model")
+        needle_replies="scripted" if args.scripted_needles else "model",
+        suite_options=suite_options(args.suite_option, args.data))
     print(lab.run_summary(run_dir).to_string())
     print(f"\nrun folder: {run_dir}")
     return 0
 
 
 MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model", "embedder")
+
+
+def suite_options(pairs: list[str], data: str | None = None) -> dict:
+    """``--suite-option KEY=VALUE`` pairs (VALUE as JSON when it parses) and ``--data``."""
+    options: dict = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--suite-option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key.strip()] = json.loads(value)
+        except ValueError:
+            options[key.strip()] = value
+    if data is not None:
+        options["data"] = data
+    return options
 
 
 def _grid_cells(args: argparse.Namespace, spec_name: str):
