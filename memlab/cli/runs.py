@@ -49,6 +49,15 @@ def add_grid_options(parser: argparse.ArgumentParser) -> None:
                         help="retries of a cell whose kernel failed to start (default 2)")
 
 
+def add_published_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--locomo", default=None, metavar="PATH",
+                        help="add LoCoMo cells read from this locomo10.json (sizes per grid: "
+                             "docs/suites.md)")
+    parser.add_argument("--longmemeval", default=None, metavar="PATH",
+                        help="add LongMemEval cells read from this longmemeval_s/_m/_oracle "
+                             "JSON (sizes per grid: docs/suites.md)")
+
+
 def register(commands) -> dict:
     raw = RAW
 
@@ -104,6 +113,7 @@ def register(commands) -> dict:
     grid.add_argument("--suites", help=f"comma-separated subset of: {names(SUITES)}")
     grid.add_argument("--seeds", help="comma-separated seeds replacing the spec's")
     grid.add_argument("--results", default=None, help="results folder (default results/<spec>)")
+    add_published_options(grid)
     add_model_options(grid)
     add_grid_options(grid)
 
@@ -121,6 +131,7 @@ def register(commands) -> dict:
     paper.add_argument("--full", action="store_true", help="same as --spec full")
     paper.add_argument("--results", default=None, help="results folder (default results/<spec>)")
     paper.add_argument("--figures", default="figures", help="figures folder (default figures)")
+    add_published_options(paper)
     add_model_options(paper)
     add_grid_options(paper)
 
@@ -172,6 +183,7 @@ def suite_options(pairs: list[str], data: str | None = None) -> dict:
 
 def _grid_cells(args: argparse.Namespace, spec_name: str):
     from memlab import grid
+    from memlab.gridspec import with_published
 
     spec = grid.load_spec(spec_name)
     update = {"conditions": split(getattr(args, "conditions", None)),
@@ -179,6 +191,8 @@ def _grid_cells(args: argparse.Namespace, spec_name: str):
               "seeds": split(getattr(args, "seeds", None), int)}
     spec = grid.validate_spec(spec.model_dump() | {k: v for k, v in update.items() if v},
                               spec.name)
+    spec = with_published(spec, {"locomo": getattr(args, "locomo", None),
+                                 "longmemeval": getattr(args, "longmemeval", None)})
     cells = spec.cells(**{f: chosen(getattr(args, f), f) for f in MODEL_FIELDS})
     return spec, cells
 
