@@ -27,7 +27,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from memlab.bench.base import Evidence, Response, Suite, SuiteEvent, TestScore
+from memlab.bench.base import Evidence, Response, SuiteEvent, TestScore
 from memlab.bench.evidence import carries
 from memlab.bench.schedule import TokenCounter, estimate_tokens
 from memlab.bench.suites.judges import mem0_judge
@@ -40,7 +40,7 @@ from memlab.bench.suites.locomo_data import (
     render_turn,
 )
 from memlab.bench.suites.locomo_metrics import CATEGORIES, bleu1, declines, locomo_f1
-from memlab.bench.suites.published import seeded_sample, select
+from memlab.bench.suites.published import PublishedSuite, seeded_sample, select
 from memlab.errors import ConfigError
 from memlab.llm.options import parse_letter
 
@@ -54,7 +54,7 @@ TEMPORAL_HINT = " Use DATE of CONVERSATION to answer with an approximate date."
 NOT_MENTIONED = "Not mentioned in the conversation"
 
 
-class LoCoMoSuite(Suite):
+class LoCoMoSuite(PublishedSuite):
     """LoCoMo conversations from the published file, replayed, then their questions.
 
     Args:
@@ -72,20 +72,14 @@ class LoCoMoSuite(Suite):
     name = "locomo"
     options = ("data", "conversations", "sessions", "categories", "questions", "judge")
 
-    @classmethod
-    def _build(cls, *, span: int, seed: int, llm: Any, **options: Any) -> LoCoMoSuite:
-        judge = llm if options.pop("judge", True) else None
-        return cls(span=span, seed=seed, judge=judge,
-                   count_tokens=getattr(llm, "count_tokens", None), **options)
-
     def __init__(self, data: str | None = None, *, span: int = 0, seed: int = 0,
                  conversations: int | list[str] | None = None, sessions: int | None = None,
                  categories: list[int] | None = None, questions: int | None = None,
                  judge: Any = None, count_tokens: TokenCounter | None = None):
         self.file, every = read_locomo(data)
         self.span, self.seed, self.judge = span, seed, judge
-        self.conversations = select(every, conversations, lambda c: c.sample_id, self.file,
-                                    "conversations")
+        self.conversations = self.units = select(every, conversations, lambda c: c.sample_id,
+                                                 self.file, "conversations")
         self.sessions = _positive(sessions, "sessions")
         self.per_conversation = _positive(questions, "questions")
         self.categories = sorted(set(categories or (1, 2, 3, 4)))
@@ -94,18 +88,9 @@ class LoCoMoSuite(Suite):
                               "1-5 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, "
                               "5 adversarial)")
         self.count = count_tokens or estimate_tokens
-        self._events: list[SuiteEvent] | None = None
 
     # ------------------------------------------------------------ conversation
-    def events(self) -> list[SuiteEvent]:
-        if self._events is None:
-            events: list[SuiteEvent] = []
-            for conversation in self.conversations:
-                self._add_conversation(conversation, events)
-            self._events = events
-        return self._events
-
-    def _add_conversation(self, conversation: Conversation, events: list[SuiteEvent]) -> None:
+    def _add_unit(self, conversation: Conversation, events: list[SuiteEvent]) -> None:
         sample = conversation.sample_id
         turns: dict[str, SuiteEvent] = {}
         replayed = conversation.sessions[:self.sessions]
@@ -159,17 +144,10 @@ class LoCoMoSuite(Suite):
         return event
 
     # ------------------------------------------------------------ scoring
-    def score(self, responses: dict[int, Response]) -> list[TestScore]:
-        scores = []
-        for event in self.events():
-            if event.kind != "question":
-                continue
-            response = responses.get(event.index) or Response(index=event.index)
-            if event.metadata["category"] == 5:
-                scores.append(self._score_adversarial(event, response))
-            else:
-                scores.append(self._score_answer(event, response))
-        return scores
+    def _score_question(self, event: SuiteEvent, response: Response) -> TestScore:
+        if event.metadata["category"] == 5:
+            return self._score_adversarial(event, response)
+        return self._score_answer(event, response)
 
     def _score_answer(self, event: SuiteEvent, response: Response) -> TestScore:
         meta, reply = event.metadata, response.reply.strip()
@@ -209,10 +187,6 @@ class LoCoMoSuite(Suite):
         return locomo_counts(*read_locomo(data), estimate_tokens)
 
     # ------------------------------------------------------------ identity
-    @property
-    def judge_model(self) -> str | None:
-        return getattr(self.judge, "model", None) if self.judge is not None else None
-
     def describe(self) -> dict[str, Any]:
         events = self.events()
         ids = [c.sample_id for c in self.conversations]

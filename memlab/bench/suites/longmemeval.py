@@ -34,12 +34,13 @@ from pydantic import (
     model_validator,
 )
 
-from memlab.bench.base import Evidence, Response, Suite, SuiteEvent, TestScore
+from memlab.bench.base import Evidence, Response, SuiteEvent, TestScore
 from memlab.bench.evidence import carries
 from memlab.bench.schedule import TokenCounter, estimate_tokens
 from memlab.bench.suites.judges import LONGMEMEVAL_PROMPTS, longmemeval_judge
 from memlab.bench.suites.published import (
     DataFile,
+    PublishedSuite,
     expect_list,
     fault,
     load_json,
@@ -136,7 +137,7 @@ def exchanges(session: list[Turn]) -> list[dict[str, Any]]:
     return out
 
 
-class LongMemEvalSuite(Suite):
+class LongMemEvalSuite(PublishedSuite):
     """LongMemEval instances from a published file, each replayed, then its question.
 
     Args:
@@ -149,12 +150,6 @@ class LongMemEvalSuite(Suite):
 
     name = "longmemeval"
     options = ("data", "types", "instances", "judge")
-
-    @classmethod
-    def _build(cls, *, span: int, seed: int, llm: Any, **options: Any) -> LongMemEvalSuite:
-        judge = llm if options.pop("judge", True) else None
-        return cls(span=span, seed=seed, judge=judge,
-                   count_tokens=getattr(llm, "count_tokens", None), **options)
 
     def __init__(self, data: str | None = None, *, span: int = 0, seed: int = 0,
                  types: list[str] | None = None, instances: int | None = None,
@@ -170,20 +165,11 @@ class LongMemEvalSuite(Suite):
             raise ConfigError(f"field 'suite_options.instances': {instances!r} must be a whole "
                               "number of at least 1")
         kept = [i for i in every if i.question_type in self.types]
-        self.instances = seeded_sample(kept, instances, seed, "longmemeval")
+        self.instances = self.units = seeded_sample(kept, instances, seed, "longmemeval")
         self.sample_size = instances
         self.count = count_tokens or estimate_tokens
-        self._events: list[SuiteEvent] | None = None
 
-    def events(self) -> list[SuiteEvent]:
-        if self._events is None:
-            events: list[SuiteEvent] = []
-            for instance in self.instances:
-                self._add_instance(instance, events)
-            self._events = events
-        return self._events
-
-    def _add_instance(self, instance: Instance, events: list[SuiteEvent]) -> None:
+    def _add_unit(self, instance: Instance, events: list[SuiteEvent]) -> None:
         qid, answer = instance.question_id, str(instance.answer)
         sessions = sorted(zip(instance.haystack_dates, instance.haystack_session_ids,
                               instance.haystack_sessions, strict=True), key=lambda s: s[0])
@@ -213,32 +199,22 @@ class LongMemEvalSuite(Suite):
                       "answer_session_ids": instance.answer_session_ids,
                       "evidence_turns": "has_answer" if marked else "answer_sessions"}))
 
-    def score(self, responses: dict[int, Response]) -> list[TestScore]:
-        scores = []
-        for event in self.events():
-            if event.kind != "question":
-                continue
-            response = responses.get(event.index) or Response(index=event.index)
-            meta, reply = event.metadata, response.reply.strip()
-            verdict = raw = None
-            if self.judge is not None:
-                judged = longmemeval_judge(self.judge, meta["question_type"], event.text,
-                                           meta["answer"], reply, meta["abstention"]) \
-                    if reply else None
-                verdict, raw = (judged.correct, judged.raw) if judged else (False, "")
-            scores.append(TestScore(
-                test_id=event.test_id or str(event.index), test_type=meta["question_type"],
-                score=float(bool(verdict)), max_score=1,
-                judge="llm" if verdict is not None else "rule",
-                reasoning=[f"judge: {'yes' if verdict else 'no'}" if verdict is not None
-                           else "not judged (judge off)"],
-                metadata={**meta, "event_index": event.index, "correct": verdict,
-                          "judge_raw": raw, "judge_model": self.judge_model}))
-        return scores
-
-    @property
-    def judge_model(self) -> str | None:
-        return getattr(self.judge, "model", None) if self.judge is not None else None
+    def _score_question(self, event: SuiteEvent, response: Response) -> TestScore:
+        meta, reply = event.metadata, response.reply.strip()
+        verdict = raw = None
+        if self.judge is not None:
+            judged = longmemeval_judge(self.judge, meta["question_type"], event.text,
+                                       meta["answer"], reply, meta["abstention"]) \
+                if reply else None
+            verdict, raw = (judged.correct, judged.raw) if judged else (False, "")
+        return TestScore(
+            test_id=event.test_id or str(event.index), test_type=meta["question_type"],
+            score=float(bool(verdict)), max_score=1,
+            judge="llm" if verdict is not None else "rule",
+            reasoning=[f"judge: {'yes' if verdict else 'no'}" if verdict is not None
+                       else "not judged (judge off)"],
+            metadata={**meta, "event_index": event.index, "correct": verdict,
+                      "judge_raw": raw, "judge_model": self.judge_model})
 
     @classmethod
     def info(cls, data: str) -> dict[str, Any]:

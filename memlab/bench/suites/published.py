@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from memlab.bench.base import Response, Suite, SuiteEvent, TestScore
 from memlab.errors import ConfigError, fields_message
 
 T = TypeVar("T")
@@ -114,3 +116,49 @@ def seeded_sample(items: Sequence[T], k: int | None, seed: int, salt: str) -> li
         raise ConfigError(f"field 'suite_options': a sample of {k} must be at least 1")
     chosen = set(random.Random(f"{salt}:{seed}").sample(range(len(items)), k))
     return [item for i, item in enumerate(items) if i in chosen]
+
+
+class PublishedSuite(Suite):
+    """A suite read from a published file: its units (conversations, instances) replayed one
+    after another, each its own user, and judged by an LLM (the option ``judge``, default on:
+    the run's answering model).
+
+    Subclasses set ``units`` and ``judge`` and add one unit's events in ``_add_unit``.
+    """
+
+    units: list[Any]
+    judge: Any = None
+    _events: list[SuiteEvent] | None = None
+
+    @classmethod
+    def _build(cls, *, span: int, seed: int, llm: Any, **options: Any) -> PublishedSuite:
+        judge = llm if options.pop("judge", True) else None
+        return cls(span=span, seed=seed, judge=judge,
+                   count_tokens=getattr(llm, "count_tokens", None), **options)
+
+    def events(self) -> list[SuiteEvent]:
+        if self._events is None:
+            events: list[SuiteEvent] = []
+            for unit in self.units:
+                self._add_unit(unit, events)
+            self._events = events
+        return self._events
+
+    @abstractmethod
+    def _add_unit(self, unit: Any, events: list[SuiteEvent]) -> None:
+        """Append one unit's turns and questions to ``events`` (indices continuing)."""
+
+    def score(self, responses: dict[int, Response]) -> list[TestScore]:
+        """One score per question (an unanswered one scored from an empty reply)."""
+        return [self._score_question(event, responses.get(event.index)
+                                     or Response(index=event.index))
+                for event in self.events() if event.kind == "question"]
+
+    @abstractmethod
+    def _score_question(self, event: SuiteEvent, response: Response) -> TestScore:
+        """The score of one question from the agent's response."""
+
+    @property
+    def judge_model(self) -> str | None:
+        """The judge's model name (None: no judge)."""
+        return getattr(self.judge, "model", None) if self.judge is not None else None
