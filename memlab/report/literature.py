@@ -203,7 +203,7 @@ def plot_literature(table: pd.DataFrame, title: str) -> plt.Figure:
     bars.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, groups, rotation=20)
     bars.set(ylabel="J / accuracy (%)", ylim=(0, 100), title=title)
     cost.set(xlabel="prompt tokens per question", ylabel="overall (%)", ylim=(0, 100))
-    fig.legend(loc="lower center", ncol=min(len(conditions), 8), bbox_to_anchor=(0.5, -0.08))
+    fig.legend(loc="upper center", ncol=min(len(conditions), 8), bbox_to_anchor=(0.5, -0.02))
     return fig
 
 
