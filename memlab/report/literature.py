@@ -79,14 +79,14 @@ def _cell(rows: pd.DataFrame) -> dict:
     recall = stats.proportion_ci(int(rows["reached"].sum()), int(rows["evidence"].sum()))
     f1 = stats.mean_ci(answered["f1"].dropna().astype(float), bounds=(0, 1))
     b1 = stats.mean_ci(answered["bleu1"].dropna().astype(float), bounds=(0, 1))
-    tokens = stats.mean_ci(answered["prompt_tokens"])
+    tokens = stats.mean_ci(rows["prompt_tokens"])  # an unanswered prompt is counted too
     cell = {"n": len(answered), "questions": len(rows)}
     for name, value in (("J", score), ("F1", f1), ("B1", b1), ("evidence_recall", recall),
                         ("tokens", tokens)):
         cell |= {name: value.estimate, f"{name}_low": value.low, f"{name}_high": value.high}
     cell["evidence_n"] = recall.n
-    for column, name in (("search_s", "search"), ("total_s", "total")):
-        seconds = answered[column].to_numpy(dtype=float)
+    for column, name, own in (("search_s", "search", rows), ("total_s", "total", answered)):
+        seconds = own[column].to_numpy(dtype=float)
         p50, p95 = np.percentile(seconds, [50, 95]) if seconds.size else (np.nan, np.nan)
         cell |= {f"{name}_p50_s": p50, f"{name}_p95_s": p95}
     return cell
@@ -109,8 +109,10 @@ def _table(questions: pd.DataFrame, groups: dict[str, pd.Series], order: tuple) 
 def locomo_table(questions: pd.DataFrame) -> pd.DataFrame:
     """Per condition and category (``group``; ``overall`` = categories 1-4, Mem0's headline):
     n answered, J, F1, B1 (each with ``_low``/``_high``), evidence recall (its n in
-    ``evidence_n``), prompt tokens, search and total p50/p95 seconds. For ``adversarial``, J is
-    the share of answers that decline (LoCoMo's rule) and F1/B1 are empty."""
+    ``evidence_n``), prompt tokens and memory-search p50/p95 seconds (every question: an
+    evidence-only prompt is built and counted too), total p50/p95 seconds (answered ones).
+    For ``adversarial``, J is the share of answers that decline (LoCoMo's rule) and F1/B1
+    are empty."""
     groups = {name: questions["test_type"] == name for name in LOCOMO_ORDER
               if name not in ("overall",)}
     groups["overall"] = questions["test_type"] != "adversarial"
