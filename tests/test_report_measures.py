@@ -129,8 +129,9 @@ def test_answer_costs_take_answered_turns_and_percentiles():
         "answered": [True] * 20, "llm_latency_s": latencies, "memory_latency_s": 0.0,
         "prompt_tokens": 500, "prompt_tokens_memory": 300, "prompt_tokens_history": 50})
     skipped = rows.iloc[:3].assign(answered=False, llm_latency_s=0.0, prompt_tokens=9999)
-    row = summary.answer_costs(pd.concat([rows, skipped])).iloc[0]
+    evidence_only = rows.iloc[:2].assign(run_id="c", answered=False, model_calls=5)
+    row = summary.answer_costs(pd.concat([rows, skipped, evidence_only])).iloc[0]
     assert (row["answers"], row["prompt_tokens"], row["memory_tokens"]) == (20, 500, 350)
     assert row["latency_p50_s"] == pytest.approx(1.05)
     assert row["latency_p95_s"] == pytest.approx(pd.Series(latencies).quantile(0.95))
-    assert row["model_calls"] == 42  # summed once per run
+    assert row["model_calls"] == 30 + 12 + 5  # once per run, the evidence-only run's too

@@ -47,5 +47,5 @@ def shown(frame: pd.DataFrame, prefix: str, value: str, interval: str, n: str,
     out = frame.drop(columns=cell_columns(prefix))
     out.insert(at, value, (scale * frame[prefix].astype(float)).round(digits))
     out.insert(at + 1, interval, texts)
-    out.insert(at + 2, n, frame[f"{prefix}_n"].astype("Int64"))
+    out.insert(at + 2, n, frame[f"{prefix}_n"].fillna(0).astype(int))  # absent: none counted
     return out

@@ -210,15 +210,18 @@ def overview(scores: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
 def answer_costs(turns: pd.DataFrame) -> pd.DataFrame:
     """Per suite, span and condition, over the answered turns of the main phase: mean
     ``prompt_tokens`` and ``memory_tokens`` (what the memory put in: its block and the past
-    exchanges sent as chat turns) per answer, ``answers``, the
-    median and 95th percentile of the time per answer (``latency_p50_s``, ``latency_p95_s``:
-    recall + store + the model's answer), and ``model_calls``: every model call of the cell's
-    runs (answers and the memory's own calls, from the manifests; a cached call counts)."""
+    exchanges sent as chat turns) per answer, ``answers``, the median and 95th percentile of
+    the time per answer (``latency_p50_s``, ``latency_p95_s``: recall + store + the model's
+    answer); and ``model_calls``: every model call of the cell's runs, evidence-only ones
+    included (answers and the memory's own calls, from the manifests; a cached call counts)."""
     columns = GROUP + ["prompt_tokens", "memory_tokens", "answers", "latency_p50_s",
                        "latency_p95_s", "model_calls"]
-    rows = answered(turns)
-    if rows.empty:
+    runs = turns[phase_rows(turns, "main")].drop_duplicates("run_id") if len(turns) else turns
+    if runs.empty:
         return pd.DataFrame(columns=columns)
+    calls = runs.assign(condition=runs["condition"].astype(str)).groupby(GROUP)[
+        "model_calls"].sum()
+    rows = answered(turns)
     rows = rows.assign(latency_s=rows["llm_latency_s"].astype(float)
                        + rows["memory_latency_s"].astype(float),
                        memory_tokens=rows["prompt_tokens_memory"].astype(float)
@@ -228,7 +231,6 @@ def answer_costs(turns: pd.DataFrame) -> pd.DataFrame:
         prompt_tokens=("prompt_tokens", "mean"), memory_tokens=("memory_tokens", "mean"),
         answers=("latency_s", "size"), latency_p50_s=("latency_s", "median"),
         latency_p95_s=("latency_s", lambda v: v.quantile(0.95)))
-    runs = turns[phase_rows(turns, "main")].drop_duplicates("run_id")
-    calls = runs.assign(condition=runs["condition"].astype(str)).groupby(GROUP)[
-        "model_calls"].sum()
-    return out.join(calls).reset_index()[columns]
+    out = out.join(calls, how="outer").reset_index()
+    out["answers"] = out["answers"].fillna(0).astype(int)
+    return out[columns]
