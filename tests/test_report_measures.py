@@ -107,7 +107,7 @@ def test_evidence_recall_counts_every_question_and_how_its_evidence_arrived():
             routes["lost"]) == pytest.approx((3 / 6, 1 / 6, 1 / 6, 1 / 6))
     assert routes["pieces"] == 6
     shown = recall_shown(recall.evidence_recall(frame)).iloc[0]
-    assert (shown["questions"], shown["evidence pieces"], shown["verbatim (%)"]) == (4, 6, 50.0)
+    assert (shown["questions"], shown["evidence pieces"], shown["verbatim (%)"]) == (4, 6, "50.0")
 
 
 def test_evidence_recall_of_all_or_nothing_questions_is_a_wilson_proportion():

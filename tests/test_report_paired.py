@@ -12,7 +12,7 @@ from statsmodels.stats.multitest import multipletests
 
 from memlab import stats
 from memlab.errors import ConfigError
-from memlab.report import paired
+from memlab.report import paired, tables
 
 
 def scores(condition, outcomes, *, suite="persona", seed=0, answered=None, probes=False,
@@ -124,3 +124,17 @@ def test_evidence_recall_pairs_every_question_answered_or_not():
     rag = out.loc["rag"]  # a fractional share: the bootstrap, on the 5 questions with evidence
     assert rag["n_pairs"] == 5 and rag["method"].startswith("paired bootstrap")
     assert rag["difference"] == pytest.approx(3.5 / 5)
+
+
+def test_the_shown_table_reads_in_percentage_points_with_readable_p_values():
+    frame = pd.concat([scores("vanilla", [0] * 12), scores("oracle", [1] * 12),
+                       scores("rag", [0] * 12)])
+    out = tables.paired_shown(paired.accuracy_comparisons(frame, references=("vanilla",)))
+    oracle, rag = out.iloc[0], out.iloc[1]
+    expected = stats.mcnemar([0] * 12, [1] * 12)
+    assert (oracle["condition"], oracle["difference (pp)"], oracle["n pairs"]) == (
+        "oracle", "100.0", 12)
+    assert oracle["95% CI"] == f"{100 * expected.low:.1f}-100.0"
+    assert oracle["p"] == "<0.001" and oracle["Holm p"] == "<0.001"  # 2 / 2^12, then x 2
+    assert (rag["p"], rag["Holm p"], rag["95% CI"].split(" to ")[0].startswith("-")) == (
+        "1.000", "1.000", True)

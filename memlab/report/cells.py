@@ -37,15 +37,28 @@ def intervals_by(frame: pd.DataFrame, keys: list[str], column: str, prefix: str,
     return pd.DataFrame(rows, columns=keys + cell_columns(prefix))
 
 
+def fixed(values: pd.Series, digits: int) -> list[str]:
+    """Numbers as text with ``digits`` decimals (``--`` where there is none)."""
+    return ["--" if pd.isna(v) else f"{float(v):.{digits}f}" for v in values]
+
+
+def p_text(p: float) -> str:
+    """A p-value as a table shows it: three decimals, ``<0.001`` below, ``--`` for none."""
+    if pd.isna(p):
+        return "--"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def shown(frame: pd.DataFrame, prefix: str, value: str, interval: str, n: str,
           scale: float = 100.0, digits: int = 1) -> pd.DataFrame:
-    """The four columns of ``prefix`` replaced by ``value`` (times ``scale``, rounded),
-    ``interval`` (``low-high`` text) and ``n``, in that order, where ``prefix`` stood."""
+    """The four columns of ``prefix`` replaced by ``value`` (times ``scale``, as text with
+    ``digits`` decimals), ``interval`` (``low-high`` text) and ``n``, in that order, where
+    ``prefix`` stood."""
     at = list(frame.columns).index(prefix)
     texts = [stats.interval_text(scale * low, scale * high, digits)
              for low, high in zip(frame[f"{prefix}_low"], frame[f"{prefix}_high"], strict=True)]
     out = frame.drop(columns=cell_columns(prefix))
-    out.insert(at, value, (scale * frame[prefix].astype(float)).round(digits))
+    out.insert(at, value, fixed(scale * frame[prefix].astype(float), digits))
     out.insert(at + 1, interval, texts)
     out.insert(at + 2, n, frame[f"{prefix}_n"].fillna(0).astype(int))  # absent: none counted
     return out

@@ -15,6 +15,7 @@ import pandas as pd
 import seaborn as sns
 
 from memlab.memory.base import CONDITIONS
+from memlab.report.cells import p_text
 from memlab.report.paired import ALPHA
 from memlab.report.style import SUITE_LABELS, colours, label, legend, marker, no_data
 
@@ -61,16 +62,10 @@ def _forest_panel(ax: plt.Axes, rows: pd.DataFrame, title: str) -> None:
         ax.errorbar([diff], [y], xerr=[[max(diff - low, 0)], [max(high - diff, 0)]],
                     fmt=marker(condition), color=colour, capsize=3, markersize=8,
                     markerfacecolor=colour if filled else "white", markeredgewidth=1.5)
-        ax.annotate(f"n={int(row['n_pairs'])}, {_p_text(row['p_holm'])}", xy=(1.02, y),
+        ax.annotate(f"n={int(row['n_pairs'])}, p={p_text(row['p_holm'])}", xy=(1.02, y),
                     xycoords=("axes fraction", "data"), va="center", fontsize=8)
     ax.set_yticks(range(len(rows)), [label(c) for c in rows["condition"]])
     ax.set(xlim=(-105, 105), ylim=(-0.7, max(len(rows), 1) - 0.3), title=title)
-
-
-def _p_text(p: float) -> str:
-    if pd.isna(p):
-        return "p n/a"
-    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
 
 
 def plot_ceilings(frame: pd.DataFrame, threshold: float) -> plt.Figure:

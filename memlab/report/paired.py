@@ -78,16 +78,17 @@ def _pair(reference: pd.Series, condition: pd.Series) -> dict:
 def accuracy_comparisons(scores: pd.DataFrame,
                          references: tuple[str, ...] = REFERENCES) -> pd.DataFrame:
     """Paired accuracy differences on the tests both conditions answered."""
-    counted = accuracy_scores(scores)
-    if counted.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    return compare(outcome_table(counted, ACCURACY_KEY, "fraction"), references)
+    return _comparisons(accuracy_scores(scores), ACCURACY_KEY, "fraction", references)
 
 
 def recall_comparisons(turns: pd.DataFrame,
                        references: tuple[str, ...] = REFERENCES) -> pd.DataFrame:
     """Paired evidence-recall differences on the questions both conditions were asked."""
-    questions = evidence_questions(turns)
-    if questions.empty:
+    return _comparisons(evidence_questions(turns), RECALL_KEY, "evidence_recall", references)
+
+
+def _comparisons(frame: pd.DataFrame, key: list[str], value: str,
+                 references: tuple[str, ...]) -> pd.DataFrame:
+    if frame.empty:
         return pd.DataFrame(columns=COLUMNS)
-    return compare(outcome_table(questions, RECALL_KEY, "evidence_recall"), references)
+    return compare(outcome_table(frame, key, value), references)

@@ -27,7 +27,7 @@ import pandas as pd
 
 from memlab.errors import ConfigError
 from memlab.report import accuracy, data, paired, recall, summary
-from memlab.report.cells import shown
+from memlab.report.cells import fixed, p_text, shown
 
 BENCH_TABLES = ("table1", "table2", "ltm_scores", "persona_by_type", "costs")
 FORMATS = ("csv", "tex", "md")
@@ -53,10 +53,13 @@ def overview_shown(frame: pd.DataFrame) -> pd.DataFrame:
     """``summary.overview`` as the paper shows it."""
     out = shown(frame, "accuracy", "accuracy (%)", "95% CI", "n")
     out = shown(out, "recall", "evidence recall (%)", "recall 95% CI", "questions")
+    for column, digits in (("prompt_tokens", 0), ("memory_tokens", 0), ("latency_p50_s", 2),
+                           ("latency_p95_s", 2), ("model_calls", 0)):
+        out[column] = fixed(out[column], digits)
     return out.rename(columns={"prompt_tokens": "prompt tokens", "memory_tokens": "memory tokens",
                                "latency_p50_s": "latency p50 (s)",
                                "latency_p95_s": "latency p95 (s)",
-                               "model_calls": "model calls"}).round(3)
+                               "model_calls": "model calls"})
 
 
 def overview(results_dir: str | Path) -> pd.DataFrame:
@@ -89,10 +92,12 @@ def paired_shown(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.rename(columns={"difference": "diff", "low": "diff_low", "high": "diff_high",
                                 "n_pairs": "diff_n"})
     out = shown(out, "diff", "difference (pp)", "95% CI", "n pairs")
+    for column in ("p_value", "p_holm"):
+        out[column] = [p_text(p) for p in out[column]]
     return out.rename(columns={"p_value": "p", "p_holm": "Holm p",
                                "condition_better": "condition better",
                                "reference_better": "reference better",
-                               "method": "test"}).round({"p": 4, "Holm p": 4})
+                               "method": "test"})
 
 
 def ceilings_shown(frame: pd.DataFrame) -> pd.DataFrame:
@@ -100,8 +105,8 @@ def ceilings_shown(frame: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns={"model_limited": "model-limited"})
 
 
-def paper_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
-    """Every table of the paper: name -> (numbers, shown)."""
+def paper_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:
+    """Every table of the paper: name -> (numbers, shown; None: shown as the numbers)."""
     scores, turns = _frames(results_dir)
     frames = {"overview": (summary.overview(scores, turns), overview_shown),
               "accuracy": (accuracy.accuracy(scores), accuracy_shown),
@@ -114,7 +119,7 @@ def paper_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.Da
         function = bench_table(name)
         if function is not None:
             frame = function(Path(results_dir))
-            tables[name] = (frame, frame)
+            tables[name] = (frame, None)
     return tables
 
 
@@ -124,13 +129,15 @@ def write_table(frame: pd.DataFrame, name: str, out_dir: str | Path,
     ``name``.md into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # a shown table holds its numbers as text already: markdown must not re-read them
+    numbers = {"floatfmt": ".3f"} if display is None else {"disable_numparse": True}
     frame, display = _plain(frame), _plain(frame if display is None else display)
     keep_index = not isinstance(frame.index, pd.RangeIndex)
     paths = [out / f"{name}.{ext}" for ext in FORMATS]
     frame.to_csv(paths[0], index=keep_index)
     paths[1].write_text(display.to_latex(index=keep_index, float_format="%.3f",
                                          na_rep="--", escape=True))
-    paths[2].write_text(display.to_markdown(index=keep_index, floatfmt=".3f") + "\n")
+    paths[2].write_text(display.to_markdown(index=keep_index, **numbers) + "\n")
     return paths
 
 
