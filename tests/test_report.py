@@ -156,7 +156,7 @@ def test_write_paper_writes_every_figure_and_table(results, tmp_path):
     assert row["recall_n"] == 16 and row["answers"] == 2 * (8 + 6)
     assert row["model_calls"] == 2 * (8 + 6)  # the manifests' recorded calls
     shown = md.read_text()  # what a reader sees: percent, the interval as text, n
-    assert re.match(r"\| suite +\| +span \| condition +\| +accuracy \(%\) \| 95% CI +\| +n \|",
+    assert re.match(r"\| suite +\| span +\| condition +\| accuracy \(%\) +\| 95% CI +\| n +\|",
                     shown)
     assert re.search(rf"\| {re.escape(wilson.scaled(100).text())} +\|", shown)
     assert "\\begin{tabular}" in tex.read_text() and "recall 95\\% CI" in tex.read_text()
