@@ -38,25 +38,26 @@ from memlab.report.style import (  # noqa: E402
 
 
 def plot_accuracy_vs_tokens(frame: pd.DataFrame) -> plt.Figure:
-    """Accuracy vs prompt tokens per answer: one point per condition, 95% CI bars, per suite."""
-    suites = sorted(frame["suite"].unique()) if len(frame) else []
-    fig, axes = suite_axes(suites)
-    if not suites:
+    """Accuracy vs prompt tokens per answer: one point per condition, 95% CI bars, one panel
+    per suite and span."""
+    panels = sorted({(s, int(p)) for s, p in zip(frame["suite"], frame["span"], strict=True)})
+    fig, axes = suite_axes(panels)
+    if not panels:
         return no_data(fig, axes[0], "no complete runs")
     palette = colours()
-    for ax, suite in zip(axes, suites, strict=True):
-        rows = frame[frame["suite"] == suite]
+    for ax, (suite, span) in zip(axes, panels, strict=True):
+        rows = frame[(frame["suite"] == suite) & (frame["span"] == span)]
         for i in range(len(rows)):
             row = rows.iloc[[i]]
             condition = row["condition"].iloc[0]
             ax.errorbar(row["tokens"], row["accuracy"], xerr=_bars(row, "tokens"),
                         yerr=_bars(row, "accuracy"), fmt=marker(condition), markersize=9,
                         capsize=3, color=palette.get(condition, "grey"))
-        ax.set(title=SUITE_LABELS.get(suite, suite), xlabel="Prompt tokens per answer (tokens)",
-               ylabel="Accuracy (%)", ylim=(-5, 105))
+        ax.set(title=f"{SUITE_LABELS.get(suite, suite)}, {span:,} tokens",
+               xlabel="Prompt tokens per answer (tokens)", ylabel="Accuracy (%)", ylim=(-5, 105))
         ax.set_xlim(left=0)
     legend(fig, frame["condition"].unique())
-    fig.suptitle("Accuracy against prompt cost (estimate, 95% CI)")
+    fig.suptitle("Accuracy on the answered tests against prompt cost (estimate, 95% CI)")
     return fig
 
 

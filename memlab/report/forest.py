@@ -46,7 +46,7 @@ def plot_forest(frame: pd.DataFrame, measure: str = "Accuracy") -> plt.Figure:
     legend(fig, frame["condition"].unique())
     fig.suptitle(f"{measure}: each condition minus the reference on the same questions\n"
                  f"(95% CI; filled: Holm-adjusted p < {ALPHA:g}; right: pairs, Holm p)")
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.tight_layout()
     return fig
 
 

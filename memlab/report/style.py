@@ -61,9 +61,10 @@ def no_data(fig: plt.Figure, ax: plt.Axes, message: str) -> plt.Figure:
     return fig
 
 
-def suite_axes(suites: list[str], height: float = 4.2,
+def suite_axes(panels: list, height: float = 4.2,
                sharey: bool = False) -> tuple[plt.Figure, list[plt.Axes]]:
-    fig, axes = plt.subplots(1, max(len(suites), 1), figsize=(5.4 * max(len(suites), 1), height),
+    """One row of axes, one per panel (a suite, or a suite and span)."""
+    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(5.4 * max(len(panels), 1), height),
                              squeeze=False, sharey=sharey)
     return fig, list(axes[0])
 
@@ -73,6 +74,6 @@ def legend(fig: plt.Figure, conditions) -> None:
     handles = [plt.Line2D([], [], color=colours().get(c, "grey"), marker=marker(c),
                           linestyle="", markersize=8, label=label(c))
                for c in CONDITIONS if c in set(map(str, conditions))]
-    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 4),
-               bbox_to_anchor=(0.5, -0.02), frameon=False, title="Memory condition")
-    fig.subplots_adjust(bottom=0.28)
+    fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 4),
+               bbox_to_anchor=(0.5, 0.0), frameon=False, title="Memory condition")
+    fig.subplots_adjust(bottom=0.2)  # room for the axis labels; the legend hangs below
