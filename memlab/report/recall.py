@@ -41,9 +41,10 @@ def evidence_items(turns: pd.DataFrame) -> pd.DataFrame:
     if questions.empty:
         return pd.DataFrame(columns=[*keep, *ITEM_FIELDS, "reached"])
     rows = questions[keep + ["evidence"]].explode("evidence").dropna(subset=["evidence"])
+    rows = rows.reset_index(drop=True)  # one row per piece: a unique index to align on
     records = pd.DataFrame(list(rows["evidence"]), index=rows.index)
     flags = records.reindex(columns=[*ITEM_FIELDS, "reached"]).fillna(False).astype(bool)
-    return pd.concat([rows[keep], flags], axis=1).reset_index(drop=True)
+    return pd.concat([rows[keep], flags], axis=1)
 
 
 def evidence_recall(turns: pd.DataFrame) -> pd.DataFrame:
