@@ -126,6 +126,9 @@ def test_persona_matrix_has_a_row_per_condition(results):
     matrix = summary.persona_by_type(data.scores_frame(results))
     assert list(matrix.index) == list(CONDITIONS)
     assert matrix.shape[1] == 4 and matrix.values.min() >= 0 and matrix.values.max() <= 100
+    counts = summary.persona_by_type(data.scores_frame(results), counts=True)
+    # 6 answered questions a run, 2 seeds; sleep's Table 2 runs are not counted again
+    assert (counts.sum(axis=1) == 12).all() and counts.shape == matrix.shape
 
 
 def _is_png(path):

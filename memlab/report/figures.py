@@ -88,16 +88,21 @@ def plot_ltm_vs_span(frame: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def plot_persona_heatmap(matrix: pd.DataFrame) -> plt.Figure:
-    """Persona accuracy (%) by question type and condition."""
+def plot_persona_heatmap(matrix: pd.DataFrame, counts: pd.DataFrame | None = None) -> plt.Figure:
+    """Persona accuracy (%) by question type and condition, each cell with its n (``counts``;
+    the intervals are in the persona_by_type table)."""
     fig, ax = plt.subplots(figsize=(max(7, 1.3 * max(len(matrix.columns), 1) + 3), 4.8))
     if matrix.empty:
         return no_data(fig, ax, "no persona runs")
     shown = matrix.rename(index=label, columns=lambda c: str(c).replace("_", " "))
-    sns.heatmap(shown, annot=True, fmt=".0f", vmin=0, vmax=100, cmap="cividis", ax=ax,
-                cbar_kws={"label": "Accuracy (%)"}, linewidths=0.5)
+    n = counts.reindex_like(matrix).to_numpy() if counts is not None else None
+    text = [[("" if pd.isna(v) else f"{v:.0f}") + ("" if n is None or pd.isna(n[i][j])
+                                                   else f"\nn={int(n[i][j])}")
+             for j, v in enumerate(row)] for i, row in enumerate(matrix.to_numpy())]
+    sns.heatmap(shown, annot=np.array(text, dtype=object), fmt="", vmin=0, vmax=100,
+                cmap="cividis", ax=ax, cbar_kws={"label": "Accuracy (%)"}, linewidths=0.5)
     ax.set(xlabel="PersonaMem question type", ylabel="Memory condition",
-           title="Persona accuracy by question type (%)")
+           title="Persona accuracy by question type (%, n answered)")
     ax.set_xticklabels(ax.get_xticklabels(), rotation=35, ha="right")
     return fig
 
@@ -258,7 +263,8 @@ def write_figures(results_dir: str | Path, out_dir: str | Path = "figures") -> d
                                             "Evidence recall"),
         "ltm_ceilings": forest.plot_ceilings(accuracy.ceilings(scores), accuracy.LOW_CEILING),
         "ltm_vs_span": plot_ltm_vs_span(summary.ltm_by_span(scores)),
-        "persona_by_type": plot_persona_heatmap(summary.persona_by_type(scores)),
+        "persona_by_type": plot_persona_heatmap(summary.persona_by_type(scores),
+                                                summary.persona_by_type(scores, counts=True)),
         "table2_sleep": plot_table2(*table2_frame(results_dir, scores)),
         "latency": plot_latency(summary.latency(turns)),
     }

@@ -73,15 +73,16 @@ def ltm_by_span(scores: pd.DataFrame) -> pd.DataFrame:
     return order_conditions(out.sort_values(["condition", "span"]))
 
 
-def persona_by_type(scores: pd.DataFrame) -> pd.DataFrame:
-    """Persona accuracy (%) as a condition x question-type matrix."""
+def persona_by_type(scores: pd.DataFrame, *, counts: bool = False) -> pd.DataFrame:
+    """Persona accuracy (%) as a condition x question-type matrix (answered questions; with
+    ``counts``, how many there are per cell instead)."""
     persona = accuracy_scores(scores)
     persona = persona[persona["suite"] == "persona"] if len(persona) else persona
     if persona.empty:
         return pd.DataFrame()
     matrix = persona.pivot_table(index="condition", columns="test_type", values="fraction",
-                                 aggfunc="mean", observed=True)
-    return 100 * matrix
+                                 aggfunc="size" if counts else "mean", observed=True)
+    return matrix if counts else 100 * matrix
 
 
 def table2_from_scores(scores: pd.DataFrame) -> pd.DataFrame:
