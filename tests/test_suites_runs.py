@@ -18,9 +18,8 @@ from memlab.bench.runlog import read_jsonl, write_json_atomic
 from memlab.bench.runner import run as run_spec
 from memlab.bench.runner import strip_timing
 from memlab.bench.spec import RunSpec
-from memlab.cli.runs import suite_options
 from memlab.embed.hashing import HashingEmbedder
-from memlab.errors import ConfigError, MemlabError
+from memlab.errors import MemlabError
 from memlab.llm.fake import FakeLLM
 
 DATA = Path(__file__).parent / "suites_data"
@@ -57,9 +56,6 @@ def test_each_conversation_has_its_own_memory_and_the_prompt_its_instruction(tmp
 
 
 def test_the_memory_is_queried_with_the_question_not_the_instruction(tmp_path):
-    class Recorder(FakeLLM):
-        pass
-
     spec = RunSpec(suite="locomo", condition="rag", span=4000, llm="fake", embedder="hashing",
                    suite_options={"data": str(LOCOMO), "conversations": ["conv-b"]})
     queries: list[str] = []
@@ -71,7 +67,7 @@ def test_the_memory_is_queried_with_the_question_not_the_instruction(tmp_path):
         agent.memory.recall = lambda q: queries.append(q) or recall(q)
         return agent
 
-    run_spec(spec, suite=lab.build_suite(spec), llm=Recorder(), embedder=HashingEmbedder(),
+    run_spec(spec, suite=lab.build_suite(spec), llm=FakeLLM(), embedder=HashingEmbedder(),
              results_dir=tmp_path, agent_factory=factory, progress=False)
     assert queries == ["What instrument does Cleo play?"]
 
@@ -175,7 +171,7 @@ def test_suites_lists_and_info_prints_counts(tmp_path):
     (("suites", "info", "locomo"), "the following arguments are required: --data"),
     (("run", "-c", "rag", "-s", "locomo", "--llm", "fake"), "suite_options.data"),
     (("run", "-c", "rag", "-s", "locomo", "--llm", "fake", "--data", str(LOCOMO),
-      "--suite-option", "sessions=0"), "'suite_options.sessions'"),
+      "-o", "sessions=0"), "'suite_options.sessions'"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, args, expected):
     bad = tmp_path / "bad.json"
@@ -192,18 +188,11 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, expected):
 
 def test_memlab_run_reads_data_and_suite_options(tmp_path):
     done = memlab("run", "-c", "vanilla", "-s", "locomo", "--llm", "fake", "--embedder",
-                  "hashing", "--data", str(LOCOMO), "--suite-option", 'conversations=["conv-b"]',
+                  "hashing", "--data", str(LOCOMO), "-o", "conversations=[conv-b]",
                   "--out", "out", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     turns = read_jsonl(tmp_path / "out" / "locomo-vanilla-1000-s0" / "turns.jsonl")
     assert {t["user_id"] for t in turns} == {"conv-b"}
-
-
-def test_suite_option_values_are_json_else_text():
-    assert suite_options(["questions=20", "conversations=[\"conv-26\"]", "note=a=b"], "x.json") \
-        == {"questions": 20, "conversations": ["conv-26"], "note": "a=b", "data": "x.json"}
-    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
-        suite_options(["questions"])
 
 
 def test_paper_grid_adds_published_cells_at_one_seed_and_documented_sizes():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -76,6 +75,10 @@ def register(commands) -> dict:
     run.add_argument("--seed", type=non_negative_int, default=0,
                      help="suite and run seed (default 0)")
     run.add_argument("--out", default="results/manual", help="results folder (results/manual)")
+    run.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                     help="a suite option, repeatable; the value is read as YAML "
+                          "(-o examples=1 -o 'types=[colours, jokes]'; memlab suites lists "
+                          "the suites, a wrong key is named with the ones the suite takes)")
     run.add_argument("--answered", type=non_negative_int, default=None,
                      help="answer the questions of a seeded sample of this many tests; the "
                           "others are measured for evidence recall only (default: all; 0: "
@@ -89,10 +92,6 @@ def register(commands) -> dict:
     run.add_argument("--data", default=None,
                      help="the published data file of locomo / longmemeval (suite option "
                           "'data'; see docs/suites.md)")
-    run.add_argument("--suite-option", action="append", default=[], metavar="KEY=VALUE",
-                     help="a suite option, repeatable; VALUE is read as JSON when it parses "
-                          "(--suite-option conversations='[\"conv-26\"]' --suite-option "
-                          "questions=20), else as text")
     add_model_options(run)
 
     grid = commands.add_parser(
@@ -155,30 +154,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         llm_model=args.llm_model, memory_llm=args.memory_llm,
         memory_llm_model=args.memory_llm_model, embedder=args.embedder,
         answered=args.answered, probes_sleep=args.probes_sleep,
-        needle_replies="scripted" if args.scripted_needles else "model",
-        suite_options=suite_options(args.suite_option, args.data))
+        suite_options=suite_options(args.option) | ({"data": args.data} if args.data else {}),
+        needle_replies="scripted" if args.scripted_needles else "model")
     print(lab.run_summary(run_dir).to_string())
     print(f"\nrun folder: {run_dir}")
     return 0
 
 
-MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model", "embedder")
+def suite_options(pairs: list[str]) -> dict:
+    """``KEY=VALUE`` command-line options as a dict (values read as YAML)."""
+    import yaml
 
-
-def suite_options(pairs: list[str], data: str | None = None) -> dict:
-    """``--suite-option KEY=VALUE`` pairs (VALUE as JSON when it parses) and ``--data``."""
-    options: dict = {}
+    options = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--suite-option {pair!r}: expected KEY=VALUE")
+            raise ConfigError(f"option {pair!r}: expected KEY=VALUE, e.g. examples=1")
         try:
-            options[key.strip()] = json.loads(value)
-        except ValueError:
-            options[key.strip()] = value
-    if data is not None:
-        options["data"] = data
+            options[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"option {key.strip()!r}: value {value!r} is not YAML ({exc})"
+                              ) from None
     return options
+
+
+MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model", "embedder")
 
 
 def _grid_cells(args: argparse.Namespace, spec_name: str):
