@@ -119,9 +119,11 @@ def test_write_literature_writes_tables_and_figure(results, tmp_path):
                             "longmemeval_table", "longmemeval_paired", "longmemeval_figure"}
     assert all(path.exists() and path.stat().st_size > 0 for paths in written.values()
                for path in paths)
-    shown = pd.read_csv(tmp_path / "tables" / "locomo_table.csv")
-    assert {"J", "J 95% CI", "F1", "B1", "evidence_recall", "tokens", "search_p95_s",
-            "total_p95_s"} <= set(shown.columns)
+    numbers = pd.read_csv(tmp_path / "tables" / "locomo_table.csv")
+    assert {"J", "J_low", "J_high", "F1", "B1", "evidence_recall", "evidence_n", "tokens",
+            "search_p95_s", "total_p95_s"} <= set(numbers.columns)
+    shown = (tmp_path / "tables" / "locomo_table.md").read_text()
+    assert "J 95% CI" in shown and "evidence_recall 95% CI" in shown
 
 
 def test_a_results_folder_without_the_suite_is_refused(results):

@@ -23,7 +23,7 @@ from matplotlib import pyplot as plt
 
 from memlab import stats
 from memlab.errors import ConfigError
-from memlab.report import data, figures, tables
+from memlab.report import data, style, tables
 
 LOCOMO_ORDER = ("single_hop", "multi_hop", "open_domain", "temporal", "overall", "adversarial")
 LONGMEMEVAL_ORDER = ("single-session-user", "single-session-assistant",
@@ -184,19 +184,19 @@ def display(table: pd.DataFrame, percent: tuple[str, ...] = ("J", "F1", "B1",
 def plot_literature(table: pd.DataFrame, title: str) -> plt.Figure:
     """Mem0's figure: J per group and condition (bars, 95% intervals), and overall J against
     prompt tokens per question."""
-    figures.apply_style()
+    style.apply_style()
     fig, (bars, cost) = plt.subplots(1, 2, figsize=(13, 4.2), width_ratios=(2.2, 1))
     shown = table[~table["group"].isin(("task-averaged",))].dropna(subset=["J_low"])
     conditions = list(dict.fromkeys(shown["condition"]))
     groups = [g for g in shown["group"].cat.categories if g in set(shown["group"])]
-    width, palette = 0.8 / max(len(conditions), 1), figures.colours()
+    width, palette = 0.8 / max(len(conditions), 1), style.colours()
     for k, condition in enumerate(conditions):
         own = shown[shown["condition"] == condition].set_index("group").reindex(groups)
         x = np.arange(len(groups)) + k * width
         errors = np.vstack([(own["J"] - own["J_low"]).clip(lower=0),
                             (own["J_high"] - own["J"]).clip(lower=0)]) * 100
         bars.bar(x, 100 * own["J"], width, yerr=errors, capsize=2,
-                 color=palette.get(condition), label=figures.label(condition))
+                 color=palette.get(condition), label=style.label(condition))
         overall = own.loc[groups[-1]] if "overall" not in groups else own.loc["overall"]
         cost.errorbar(overall["tokens"], 100 * overall["J"], fmt="o",
                       yerr=[[100 * (overall["J"] - overall["J_low"])],
@@ -210,8 +210,8 @@ def plot_literature(table: pd.DataFrame, title: str) -> plt.Figure:
 
 
 def write_literature(results_dir: str | Path, out_dir: str | Path = "figures") -> dict:
-    """For each published suite with complete runs: its table (CSV, LaTeX, markdown; name
-    ``<suite>_table``), the paired comparisons (``<suite>_paired``) and the figure
+    """For each published suite with complete runs: its table (``<suite>_table``: the numbers
+    as CSV, the shown table as LaTeX and markdown), the paired comparisons (``<suite>_paired``) and the figure
     (``<suite>_figure`` PNG + PDF). Returns the written paths by name."""
     written: dict[str, list[Path]] = {}
     builders = {"locomo": (locomo_table, "LoCoMo"), "longmemeval": (longmemeval_table,
@@ -222,13 +222,14 @@ def write_literature(results_dir: str | Path, out_dir: str | Path = "figures") -
             continue
         questions = questions_frame(results_dir, suite)
         table = build(questions)
-        written[f"{suite}_table"] = tables.write_table(display(table), f"{suite}_table",
-                                                       Path(out_dir) / "tables")
+        written[f"{suite}_table"] = tables.write_table(table, f"{suite}_table",
+                                                       Path(out_dir) / "tables",
+                                                       display=display(table))
         reference = "full_context" if "full_context" in set(questions["condition"]) else None
         if reference:
             written[f"{suite}_paired"] = tables.write_table(
                 paired_comparisons(questions, reference), f"{suite}_paired",
                 Path(out_dir) / "tables")
-        written[f"{suite}_figure"] = figures.save(plot_literature(table, title),
+        written[f"{suite}_figure"] = style.save(plot_literature(table, title),
                                                   f"{suite}_figure", out_dir)
     return written
