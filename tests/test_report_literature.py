@@ -129,3 +129,10 @@ def test_write_literature_writes_tables_and_figure(results, tmp_path):
 def test_a_results_folder_without_the_suite_is_refused(results):
     with pytest.raises(ConfigError, match="no complete locomo run"):
         literature.questions_frame(results / "locomo-oracle-4000-s0" / "prompts", "locomo")
+
+
+def test_the_reference_is_a_condition_that_answered():
+    questions = pd.DataFrame({"condition": ["full_context", "oracle", "vanilla"],
+                              "answered": [False, True, True]})
+    assert literature.reference_condition(questions) == "oracle"
+    assert literature.reference_condition(questions.assign(answered=False)) is None

@@ -163,6 +163,15 @@ def paired_comparisons(questions: pd.DataFrame, reference: str = "full_context",
     return data.order_conditions(frame)
 
 
+def reference_condition(questions: pd.DataFrame,
+                        preferred: tuple[str, ...] = ("full_context", "oracle", "vanilla")
+                        ) -> str | None:
+    """The first of ``preferred`` with answered questions (an evidence-only run answers none),
+    the reference of the paired comparisons; None when there is none."""
+    answered = set(questions.loc[questions["answered"], "condition"].astype(str))
+    return next((c for c in preferred if c in answered), None)
+
+
 def display(table: pd.DataFrame, percent: tuple[str, ...] = ("J", "F1", "B1",
                                                               "evidence_recall")) -> pd.DataFrame:
     """The table as the paper prints it: percentages with ``low-high`` intervals, tokens and
@@ -225,7 +234,7 @@ def write_literature(results_dir: str | Path, out_dir: str | Path = "figures") -
         written[f"{suite}_table"] = tables.write_table(table, f"{suite}_table",
                                                        Path(out_dir) / "tables",
                                                        display=display(table))
-        reference = "full_context" if "full_context" in set(questions["condition"]) else None
+        reference = reference_condition(questions)
         if reference:
             written[f"{suite}_paired"] = tables.write_table(
                 paired_comparisons(questions, reference), f"{suite}_paired",
