@@ -28,7 +28,6 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from tqdm.auto import tqdm
 
@@ -40,6 +39,7 @@ from memlab.errors import ConfigError, MissingDependencyError, fields_message
 from memlab.gridpool import pool_map, sigterm_as_interrupt
 from memlab.memory.base import MEMORIES
 from memlab.notebooks import notebook_path
+from memlab.userfiles import load_yaml, writable_folder
 
 
 class GridInterrupted(KeyboardInterrupt):
@@ -157,10 +157,7 @@ def load_spec(name_or_path: str | Path) -> GridSpec:
     if not path.is_file():
         raise ConfigError(f"grid spec {str(name_or_path)!r}: not a built-in spec "
                           f"({', '.join(SPECS)}) nor a YAML file")
-    try:
-        values = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"grid spec {path}: not valid YAML ({exc})") from exc
+    values = load_yaml(path, "grid spec") or {}
     if not isinstance(values, dict):
         raise ConfigError(f"grid spec {path}: expected a mapping of GridSpec fields")
     return validate_spec(values, str(path))
@@ -321,7 +318,7 @@ def run_grid(cells: list[RunSpec], results_dir: str | Path, *, notebook: str | P
     """
     from functools import partial
 
-    results = Path(results_dir).resolve()
+    results = writable_folder(results_dir, "results folder").resolve()
     notebook = Path(notebook or notebook_path("condition")).resolve()
     if not notebook.is_file():
         raise ConfigError(f"notebook {str(notebook)!r}: no such file")

@@ -34,6 +34,7 @@ from memlab.report.views import (  # noqa: F401 - re-exported for notebooks
     table2,
     transcripts,
 )
+from memlab.userfiles import writable_folder
 
 LOCAL_TIERS = ("0.5b", "1.5b", "135m")
 
@@ -109,7 +110,7 @@ def make_agent(condition: str = "sleep", *, llm: Any, embedder: Any,
     from memlab.agent import Agent
 
     MEMORIES.resolve(condition)  # UnknownBackendError (a ConfigError) lists the conditions
-    Path(workdir).mkdir(parents=True, exist_ok=True)
+    writable_folder(workdir, "agent workdir")
     memory = MEMORIES.create(condition, scope=Scope(user_id=user_id, agent_id=condition),
                              llm=llm, embedder=embedder, workdir=Path(workdir))
     return Agent(memory, llm)

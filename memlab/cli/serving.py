@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from memlab.cli.common import add_model_options, names
+from memlab.cli.common import add_model_options, check_port_free, names, port_number
 from memlab.memory.base import MEMORIES
 
 
@@ -24,7 +24,7 @@ def register(commands) -> dict:
     serve.add_argument("-c", "--condition", default="rag", choices=MEMORIES.names(),
                        metavar="CONDITION", help=f"one of: {names(MEMORIES)} (default rag)")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--port", type=port_number, default=8765)
     serve.add_argument("--workdir", default="results/serve", help="folder of the agent's stores")
     add_model_options(serve)
     return {"goodai-rescore": cmd_goodai_rescore, "serve": cmd_serve}
@@ -41,6 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from memlab import lab
     from memlab.server import serve
 
+    check_port_free(args.host, args.port)
     llm = lab.make_llm(args.llm, args.llm_model)
     agent = lab.make_agent(args.condition, llm=llm, workdir=args.workdir,
                            embedder=lab.make_embedder(args.embedder))

@@ -18,7 +18,7 @@ import numpy as np
 from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, LLMError, MissingDependencyError
 from memlab.llm.base import Completion, LLMClient, Message, as_messages
-from memlab.llm.grammars import grammar_for
+from memlab.llm.grammars import grammar_for, grammar_version
 from memlab.llm.weights import ensure_model_file, packaged_model
 
 # Used when a user's GGUF carries no chat template.
@@ -162,6 +162,11 @@ class LocalLLM(LLMClient):
     def count_message_tokens(self, messages: list[Message]) -> int:
         """Tokens of the whole rendered chat prompt, template included."""
         return len(self._prompt_tokens(as_messages(messages)))
+
+    def cache_identity(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A constrained call's answer also depends on how its grammar is built."""
+        constrained = params.get("json_schema") is not None or params.get("choices")
+        return {"grammar": grammar_version()} if constrained else {}
 
     def _complete(self, messages: list[Message], **params: Any) -> Completion:
         tokens = self._prompt_tokens(messages)
