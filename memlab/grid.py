@@ -64,10 +64,10 @@ class GridSpec(BaseModel):
 
     name: str
     description: str = ""
-    conditions: list[str] = Field(default_factory=MEMORIES.names)
-    suites: list[str] = Field(default_factory=SUITES.names)
+    conditions: list[str] = Field(default_factory=MEMORIES.names, min_length=1)
+    suites: list[str] = Field(default_factory=SUITES.names, min_length=1)
     spans: dict[str, list[int]]
-    seeds: list[int] = Field(default_factory=lambda: [0])
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     suite_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     llm: str = "local"
     llm_model: str | None = None
@@ -287,7 +287,12 @@ def _dask_map(task: Callable, cells: list[RunSpec], scheduler: Any) -> Iterator[
         raise MissingDependencyError(
             "a Dask scheduler was given but dask.distributed is not installed: "
             "pip install 'memlab[dask]'") from exc
-    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    try:
+        client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    except ValueError as exc:  # distributed's word for an address it cannot parse
+        raise ConfigError(f"--scheduler {scheduler!r} (MEMLAB_DASK_SCHEDULER): not a Dask "
+                          f"scheduler address ({exc}); give one like tcp://10.0.0.5:8786") \
+            from None
     futures = []
     try:
         futures = client.map(task, cells, pure=False)
@@ -328,7 +333,8 @@ def run_grid(cells: list[RunSpec], results_dir: str | Path, *, notebook: str | P
     todo = by_expected_cost([c for c in cells if not is_complete(c.run_dir(results), c)])
     done = {c.run_id: CellResult(run_id=c.run_id, status="skipped") for c in cells
             if c not in todo}
-    bar = tqdm(total=len(cells), initial=len(done), desc="grid", unit="cell", disable=not progress)
+    bar = tqdm(total=len(cells), initial=len(done), desc="grid", unit="cell", leave=False,
+               disable=not progress)  # cleared at the end: the command prints the outcome
     stream = (_dask_map(task, todo, scheduler) if scheduler
               else pool_map(task, todo, workers or default_workers(todo)))
     try:

@@ -6,6 +6,7 @@ UTF-8, read-only) is a ConfigError naming the path and what to do, never a trace
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import tempfile
@@ -37,10 +38,32 @@ def open_text(path: str | Path, what: str) -> Iterator[TextIO]:
     except PermissionError:
         raise ConfigError(f"{what} {str(path)!r}: cannot be read (permission denied); fix its "
                           "permissions") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{what} {str(path)!r}: not UTF-8 text (byte "
-                          f"0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as "
-                          "UTF-8") from None
+    except UnicodeDecodeError:
+        offset, byte = first_bad_utf8(path)
+        raise ConfigError(f"{what} {str(path)!r}: not UTF-8 text (byte 0x{byte:02x} at offset "
+                          f"{offset}); save it as UTF-8") from None
+
+
+def first_bad_utf8(path: Path, chunk: int = 1 << 20) -> tuple[int, int]:
+    """The file offset and value of the first byte of ``path`` that is not valid UTF-8.
+
+    A decoding error raised while streaming gives a position in some buffer, not in the file.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    done = 0
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                pending = len(exc.object) - len(block)  # bytes held from the previous block
+                return done - pending + exc.start, exc.object[exc.start]
+            done += len(block)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError as exc:  # a character cut off by the end of the file
+        return done - len(exc.object) + exc.start, exc.object[exc.start]
+    return done, 0
 
 
 def read_text(path: str | Path, what: str) -> str:

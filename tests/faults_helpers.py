@@ -19,8 +19,16 @@ def digest(folder: Path) -> dict[str, str]:
     folder = Path(folder)
     if not folder.exists():
         return {}
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+    return {str(p.relative_to(folder)): _file_digest(p)
             for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except PermissionError:  # a file a test made unreadable: its size and time stand in
+        stat = path.stat()
+        return f"unreadable:{stat.st_size}:{stat.st_mtime_ns}"
 
 
 def visible_lines(stderr: str) -> list[str]:
@@ -100,3 +108,13 @@ class ChatServer:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def without_root() -> tuple[str, ...]:
+    """A prefix that makes file permissions bind the command: as root, a new user namespace
+    (``unshare -U``: root keeps its uid but loses the power to override permissions)."""
+    if os.geteuid() != 0:
+        return ()
+    unshare = shutil.which("unshare")
+    assert unshare, "util-linux unshare is needed to test permissions as root"
+    return (unshare, "-U")

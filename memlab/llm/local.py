@@ -99,7 +99,8 @@ def resolve_model_path(settings: Settings, size: str | None,
     if path is not None:
         path = Path(path).expanduser()
         if not path.is_file():
-            raise ConfigError(f"local_model (MEMLAB_LOCAL_MODEL): no GGUF file at {path}")
+            raise ConfigError(f"local model (--llm-model or MEMLAB_LOCAL_MODEL): no GGUF file at "
+                              f"{path}; give a packaged tier (0.5b, 1.5b, 135m) or a GGUF file")
         return path, path.name.removesuffix(".gguf"), None
     spec = packaged_model(size or settings.local_size)
     return ensure_model_file(spec, settings.cache_dir), spec.name, spec.size

@@ -7,13 +7,14 @@ not ``complete`` are left out unless asked for.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from memlab.bench.runlog import read_jsonl
+from memlab.bench.runner import read_manifest
+from memlab.bench.scoring import check_scores
 from memlab.errors import ConfigError
 from memlab.memory.base import CONDITIONS
 
@@ -47,7 +48,7 @@ def load_manifests(results_dir: str | Path, *, complete_only: bool = True) -> li
     """The manifests of the runs under ``results_dir`` (each with its ``path`` added)."""
     manifests = []
     for path in run_dirs(results_dir):
-        manifest = json.loads((path / "manifest.json").read_text())
+        manifest = read_manifest(path)
         if complete_only and manifest.get("status") != "complete":
             continue
         manifests.append(manifest | {"path": str(path)})
@@ -65,6 +66,8 @@ def _joined(results_dir: str | Path, filename: str) -> pd.DataFrame:
     frames = []
     for run in runs_frame(results_dir).to_dict("records"):
         rows = read_jsonl(Path(run["path"]) / filename)
+        if filename == "scores.jsonl":
+            check_scores(Path(run["path"]) / filename, rows)
         if rows:
             frame = pd.DataFrame(rows)
             for column in RUN_COLUMNS:
