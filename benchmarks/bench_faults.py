@@ -79,21 +79,25 @@ def child(results: str, condition: str, suite: str, outage: str) -> None:
 
 # ---------------------------------------------------------------------------- the parent
 def attempt(results: Path, condition: str, suite: str, *, kill_after: float | None = None,
-            outage: tuple[int, int] = (0, -1)) -> str:
-    """One child attempt: "complete", "failed" (exit status != 0) or "killed"."""
+            outage: tuple[int, int] = (0, -1)) -> tuple[str, float]:
+    """One child attempt: ("complete" | "failed" (exit status != 0) | "killed", seconds from
+    the run's start, i.e. after the child's imports, to its end)."""
     (results / "STARTED").unlink(missing_ok=True)
     log = (results.parent / f"{results.name}.log").open("a")
     proc = subprocess.Popen([sys.executable, __file__, "--child", str(results), condition, suite,
                              f"{outage[0]}:{outage[1]}"], stdout=log, stderr=log)
+    while not (results / "STARTED").exists() and proc.poll() is None:
+        time.sleep(0.002)
+    start = time.perf_counter()
     if kill_after is not None:
-        while not (results / "STARTED").exists() and proc.poll() is None:
-            time.sleep(0.005)
-        time.sleep(kill_after)
-        if proc.poll() is None:
+        try:
+            proc.wait(timeout=kill_after)
+        except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
-            return "killed"
-    return "complete" if proc.wait(timeout=600) == 0 else "failed"
+            return "killed", time.perf_counter() - start
+    status = "complete" if proc.wait(timeout=600) == 0 else "failed"
+    return status, time.perf_counter() - start
 
 
 def outcome_of(run_dir: Path) -> dict:
@@ -120,24 +124,24 @@ def cycle(number: int, rng: random.Random, root: Path, references: dict) -> dict
     if key not in references:
         folder = root / "reference" / key.replace("/", "-")
         folder.mkdir(parents=True)
-        start = time.perf_counter()
-        assert attempt(folder, condition, suite) == "complete", f"reference {key} failed"
-        references[key] = (outcome_of(run_dir_of(folder)), time.perf_counter() - start)
+        status, seconds = attempt(folder, condition, suite)
+        assert status == "complete", f"reference {key} failed"
+        references[key] = (outcome_of(run_dir_of(folder)), seconds)
     reference, duration = references[key]
     results = root / f"cycle-{number}"
     results.mkdir()
     faults, attempts = rng.randint(1, 3), []
     for _ in range(faults):
         kind = rng.choice(FAULTS)
-        if kind == "kill":
-            status = attempt(results, condition, suite,
-                             kill_after=rng.uniform(0.0, max(duration - 1.5, 0.2)))
+        if kind == "kill":  # at a moment of the run, uniformly (a resume replays faster)
+            status, _ = attempt(results, condition, suite,
+                                kill_after=rng.uniform(0.0, duration))
         else:
             first = rng.randint(1, min(5, reference["paid"]))  # of this attempt's live calls
-            status = attempt(results, condition, suite,
-                             outage=(first, first + rng.randint(0, 5)))
+            status, _ = attempt(results, condition, suite,
+                                outage=(first, first + rng.randint(0, 5)))
         attempts.append({"fault": kind, "ended": status})
-    attempts.append({"fault": None, "ended": attempt(results, condition, suite)})
+    attempts.append({"fault": None, "ended": attempt(results, condition, suite)[0]})
     got = outcome_of(run_dir_of(results))
     same = {field: got[field] == reference[field] for field in ("turns", "scores", "paid")}
     return {"cycle": number, "spec": key, "attempts": attempts, "identical": all(same.values()),

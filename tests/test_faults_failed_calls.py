@@ -14,19 +14,20 @@ from test_runner import TinySuite, comparable, fake_reply, run, scripted_factory
 from memlab.bench.failures import FAILED_DIR, cut_at_first_failure
 from memlab.bench.runlog import CallJournal, read_jsonl
 from memlab.bench.runner import is_complete
-from memlab.errors import LLMTimeoutError, RunFailedError
+from memlab.embed.hashing import HashingEmbedder
+from memlab.errors import LLMError, LLMTimeoutError, RunFailedError
 from memlab.llm.base import Completion, Message
 from memlab.llm.fake import FakeLLM
 
 
-def flaky(*failing: int) -> FakeLLM:
+def flaky(*failing: int, error: type[LLMError] = LLMTimeoutError) -> FakeLLM:
     """``fake_reply``, except that the model calls numbered ``failing`` (from 1) time out."""
     calls = {"n": 0}
 
     def reply(messages):
         calls["n"] += 1
         if calls["n"] in failing:
-            raise LLMTimeoutError(f"http://127.0.0.1:9/v1: no answer within 1 s (call {calls['n']})")
+            raise error(f"http://127.0.0.1:9/v1: no answer within 1 s (call {calls['n']})")
         return fake_reply(messages)
 
     return FakeLLM([reply])
@@ -50,7 +51,8 @@ def test_a_run_whose_answers_fail_ends_failed_with_the_first_error_and_count(tmp
     recorded = manifest(run_dir)
     assert recorded["status"] == "failed" and recorded["error"].startswith("RunFailedError: 1 of")
     assert recorded["failed_calls"] == {
-        "answering": 1, "failed": 1, "planned": 6, "max_share": 0.0, "first_step": "main:0",
+        "answering": 1, "failed": 1, "planned": 6, "max_share": 0.0, "memory_failed": 0,
+        "first_step": "main:0",
         "first_error": "LLMTimeoutError: http://127.0.0.1:9/v1: no answer within 1 s (call 1)"}
     assert not is_complete(run_dir) and not (run_dir / "scores.jsonl").exists()
     last = read_jsonl(run_dir / "calls.jsonl")[-1]
@@ -93,6 +95,36 @@ def test_a_failed_memory_call_is_retried_too(tmp_path):
     assert comparable(run_dir / "turns.jsonl") == comparable(clean / "turns.jsonl")
     assert manifest(run_dir)["retries"][0]["step"] == "sleep"
     assert "error" in read_jsonl(run_dir / FAILED_DIR / "1-calls.jsonl")[0]
+
+
+def test_a_memory_call_that_meets_an_outage_fails_the_run_and_is_retried(tmp_path):
+    """hybrid's extraction falls back to rules when its call fails: with an outage that would
+    be another memory than the condition's (what bench_faults found: same turns, 3 calls
+    fewer paid)."""
+    def go(root, llm):
+        return run(TinySuite(), "hybrid", llm=llm, results_dir=root, progress=False,
+                   embedder=HashingEmbedder())
+
+    clean = go(tmp_path / "clean", FakeLLM([fake_reply]))
+    with pytest.raises(RunFailedError, match="a memory call failed at step main:0: "
+                                             "LLMTimeoutError"):
+        go(tmp_path / "b", flaky(2))  # call 1 answers the first needle, call 2 extracts it
+    run_dir = tmp_path / "b" / clean.name
+    assert manifest(run_dir)["failed_calls"]["memory_failed"] == 1
+    go(tmp_path / "b", FakeLLM([fake_reply]))
+    assert comparable(run_dir / "turns.jsonl") == comparable(clean / "turns.jsonl")
+    assert manifest(run_dir)["counts"]["llm_calls_paid"] == \
+        manifest(clean)["counts"]["llm_calls_paid"]
+
+
+def test_a_memory_call_refused_for_its_request_is_recorded_not_fatal(tmp_path):
+    """A request's own failure (here a plain LLMError, as a prompt over the window is) is the
+    condition's behaviour on this model: recorded, the run completes."""
+    run_dir = run(TinySuite(), "hybrid", llm=flaky(2, error=LLMError), results_dir=tmp_path,
+                  progress=False, embedder=HashingEmbedder())
+    done = manifest(run_dir)
+    assert done["status"] == "complete" and done["counts"]["llm_calls_failed"] == 1
+    assert done["failed_calls"]["memory_failed"] == 0
 
 
 def test_failures_within_max_failed_share_are_recorded_and_the_run_completes(tmp_path,

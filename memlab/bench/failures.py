@@ -5,7 +5,11 @@ the window) leaves an ``error`` on its turn in turns.jsonl and an entry in calls
 ``FailedCalls`` counts the answering calls that failed against ``Settings.max_failed_share``
 (``MEMLAB_MAX_FAILED_SHARE``; default 0: any failed answer fails the run). Once a run can no
 longer stay within it, it stops at once with ``RunFailedError``: its manifest says ``failed`` with
-the count and the first error, and it is not complete, so a grid runs it again.
+the count and the first error, and it is not complete, so a grid runs it again. A memory's own
+call (extraction, compression) that meets a transient fault (timeout, rate limit, connection)
+fails the run at once too: the condition would go on with a fallback and a memory that is not its
+own; a failure of the request itself (a prompt over the window) is the condition's behaviour on
+this model and is only recorded (``counts.llm_calls_failed``).
 
 A failure is never replayed. When a run is resumed, ``cut_at_first_failure`` moves the records of
 the first step holding a failed call (answering or the memory's own) and of every step after it
@@ -41,26 +45,47 @@ class FailedCalls:
 
     def __init__(self, planned: int, max_share: float):
         self.planned, self.max_share = planned, max_share
-        self.answered = self.failed = 0
+        self.answered = self.failed = self.memory_failed = 0
         self.first_error: str | None = None
         self.first_step: str | None = None
 
-    def note(self, step: str, record: dict[str, Any]) -> None:
-        """Count one step's turn record (filler and unanswered turns are not answering calls).
+    def note(self, step: str, record: dict[str, Any] | None,
+             failures: list[tuple[str, bool]] = ()) -> None:
+        """Count one step: its turn record (None for the forced sleep) and the model calls that
+        failed in it (``CallJournal.step_failures``: error, transient).
 
         Raises:
-            RunFailedError: more answers failed than ``max_share`` of the planned ones allows.
+            RunFailedError: more answers failed than ``max_share`` of the planned ones allows,
+                or a memory call met a transient fault (a memory built around an outage is not
+                the condition's memory; a request's own failure, e.g. a prompt over the window,
+                is the condition's behaviour and is only recorded).
         """
-        if record.get("kind") == "filler" or record.get("answered") is False:
+        memory = list(failures)
+        error = None if record is None else record.get("error")
+        if error is not None and (error, True) in memory:
+            memory.remove((error, True))  # the answering call's own failure
+        elif error is not None and (error, False) in memory:
+            memory.remove((error, False))
+        transient = [text for text, is_transient in memory if is_transient]
+        if transient:
+            self._first(step, transient[0])
+            self.memory_failed += len(transient)
+            raise RunFailedError(
+                f"a memory call failed at step {step}: {transient[0]}. Fix the cause and run "
+                "it again: the failed calls are retried, the rest is kept")
+        if record is None or record.get("kind") == "filler" or record.get("answered") is False:
             return
         self.answered += 1
-        if record.get("error") is None:
+        if error is None:
             return
         self.failed += 1
-        if self.first_error is None:
-            self.first_error, self.first_step = str(record["error"]), step
+        self._first(step, str(error))
         if self.failed > math.floor(self.max_share * self.planned + 1e-9):
             raise RunFailedError(self.message())
+
+    def _first(self, step: str, error: str) -> None:
+        if self.first_error is None:
+            self.first_error, self.first_step = error, step
 
     def check(self) -> None:
         """At the end of a run: raise RunFailedError when the share of failed answers exceeds
@@ -77,8 +102,8 @@ class FailedCalls:
     def summary(self) -> dict[str, Any]:
         """What the manifest records under ``failed_calls``."""
         return {"answering": self.answered, "failed": self.failed, "planned": self.planned,
-                "max_share": self.max_share, "first_step": self.first_step,
-                "first_error": self.first_error}
+                "max_share": self.max_share, "memory_failed": self.memory_failed,
+                "first_step": self.first_step, "first_error": self.first_error}
 
 
 def turn_step(record: dict[str, Any]) -> str:

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.errors import ConfigError, RunLockedError
+from memlab.errors import ConfigError, LLMError, RunLockedError
 from memlab.llm.base import Completion, Message
 
 log = logging.getLogger(__name__)
@@ -306,11 +306,13 @@ class CallJournal:
         self.recorded = len(entries)
         self.replayed = self.mismatched = self.failed = 0
         self.step, self._ordinal = "", 0
+        self.step_failures = []
         self._writer = JsonlWriter(self.path, fsync=fsync)
 
     def begin_step(self, step: str) -> None:
         """Calls from now on belong to runner step ``step`` (e.g. "main:12", "sleep")."""
         self.step, self._ordinal = step, 0
+        self.step_failures: list[tuple[str, bool]] = []  # (error, transient) of this step
 
     # -- the LLMClient cache protocol
     def get(self, provider: str, model: str, messages: list[Message],
@@ -354,12 +356,19 @@ class CallJournal:
             self.inner.put_scores(provider, model, messages, options, scores, identity=identity)
 
     def note_failure(self, error: BaseException) -> None:
-        """The call just asked for (``get`` or ``get_scores`` missed) failed with ``error``."""
+        """The call just asked for (``get`` or ``get_scores`` missed) failed with ``error``;
+        ``transient``: a fault of the service (timeout, rate limit, connection), not of the
+        request (``memlab.llm.remote.is_retryable``)."""
+        from memlab.llm.remote import is_retryable
+
+        text = f"{type(error).__name__}: {error}"
+        transient = isinstance(error, LLMError) and is_retryable(error)
         self._writer.write({"n": self.recorded, "key": "", "shape": "", "step": self.step,
-                            "ordinal": self._ordinal - 1, "paid": False,
-                            "error": f"{type(error).__name__}: {error}"})
+                            "ordinal": self._ordinal - 1, "paid": False, "error": text,
+                            "transient": transient})
         self.recorded += 1
         self.failed += 1
+        self.step_failures.append((text, transient))
 
     def _take(self, key: str, shape: str) -> dict[str, Any] | None:
         slot = (self.step, self._ordinal)

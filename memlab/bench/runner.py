@@ -342,13 +342,14 @@ class _RunSession:
                 if step.event is None:
                     stats = self.agent.sleep()
                     self.sleep_stats = stats.model_dump(mode="json") if stats else None
+                    self.failures.note(step.name, None, self.journal.step_failures)
                 else:
                     record = self.do_step(step)
                     if done < len(self.recorded):
                         self._check_replay(record, self.recorded[done])
                     else:
                         self.writer.write(record)
-                    self.failures.note(step.name, record)
+                    self.failures.note(step.name, record, self.journal.step_failures)
                     done += 1
                 bar.update()
 
