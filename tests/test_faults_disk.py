@@ -39,8 +39,12 @@ def test_a_full_disk_ends_the_run_failed_then_it_resumes_once_there_is_room(tmp_
     assert memlab_cli(*RUN[:2], "vanilla", *RUN[3:6], "100", *RUN[7:], "--out", str(save),
                       env={"MEMLAB_CACHE_DIR": str(tmp_path / "other-cache")}).returncode == 0
     kept = digest(other)
-    # the tmpfs ends with the namespace: copy what the command left back to the host disk
-    prefix = unshare_prefix(f"mount -t tmpfs -o size=600k tmpfs {mount} && "
+    # room for the finished run and about 600 KB more: the run fills it mid-way (its store
+    # alone needs more); the tmpfs ends with the namespace, so what the command left is copied
+    # back to the host disk
+    used = sum(-(-p.stat().st_size // 4096) * 4096 for p in save.rglob("*") if p.is_file())
+    size = used // 1024 + 600
+    prefix = unshare_prefix(f"mount -t tmpfs -o size={size}k tmpfs {mount} && "
                             f"cp -a {save}/. {mount}/", after=f"cp -a {mount}/. {save}/")
     done = memlab_cli(*RUN, "--out", str(mount), env=cache_env, prefix=prefix)
     lines = visible_lines(done.stderr)

@@ -177,6 +177,7 @@ class PersonaSuite(PersonaSuiteBase):
                 slots.pop(0)
                 text, reply, target = needles.pop(0)
                 ref = self._add(events, text, reply, session, date, topic=topic, evidence=True)
+                ref["answer"] = target.fact if isinstance(target, _FactRef) else target.reason
                 target.turn_ref, target.text = ref, text
                 if isinstance(target, _FactRef):
                     plan.facts[topic] = (target.fact, ref)
