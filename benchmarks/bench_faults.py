@@ -43,8 +43,8 @@ def reply(messages) -> str:
     """Deterministic in the prompt: a letter for multiple choice, "{}" when JSON is asked."""
     text = messages[-1].content
     digest = hashlib.sha1("\x00".join(m.content for m in messages).encode()).hexdigest()
-    if "<final_answer>" in text:
-        return f"<final_answer>({'abcd'[int(digest, 16) % 4]})</final_answer>"
+    if "Answer with the letter" in text:
+        return "ABCD"[int(digest, 16) % 4]
     if "JSON" in text:
         return "{}"
     return f"Noted {digest[:8]}."
