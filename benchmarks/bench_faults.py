@@ -1,12 +1,13 @@
 """Chaos benchmark: randomised kill -9 / resume and model outage / recovery cycles (target: every
 run ends identical to an uninterrupted one).
 
-Each cycle picks a condition and suite at random, then runs it in child processes until it is
-complete, the first attempts under a random fault: SIGKILL at a random moment of the run, or a
-model outage (a window of calls that time out, so the run ends ``failed``) from which the next
+Each cycle takes the next condition (in turn) and a suite at random, then runs it in child
+processes until it is complete, the first attempts under a random fault: SIGKILL at a random
+moment of the run, or a model outage (a window of calls that time out, so the run ends ``failed``) from which the next
 attempt recovers. The finished run is compared with an uninterrupted reference run of the same
 spec (made once per spec, in a child process too): turns.jsonl without its wall-clock fields,
-scores.jsonl byte for byte, and the paid-call count. Models: FakeLLM with prompt-hashed replies
+scores.jsonl byte for byte, and the paid-call count. The reference is run twice: a spec whose two
+clean runs differ is not reproducible even without faults, and is reported as such. Models: FakeLLM with prompt-hashed replies
 and the hashing embedder (a benchmark of the harness, not of a model). Writes
 ``benchmarks/results/faults.json``.
 
@@ -30,7 +31,7 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "results" / "faults.json"
 CONDITIONS = ("vanilla", "full_context", "rag", "episodic", "episodic_summary", "sleep",
-              "hybrid")
+              "hybrid", "oracle")
 SUITES = {"ltm": {"span": 400, "options": {"examples": 1, "types": ["colours", "jokes",
                                                                    "prospective_memory",
                                                                    "trigger_response"]}},
@@ -119,15 +120,19 @@ def run_dir_of(results: Path) -> Path:
 
 
 def cycle(number: int, rng: random.Random, root: Path, references: dict) -> dict:
-    condition, suite = rng.choice(CONDITIONS), rng.choice(sorted(SUITES))
+    condition = CONDITIONS[number % len(CONDITIONS)]  # every condition, in turn
+    suite = rng.choice(sorted(SUITES))
     key = f"{suite}/{condition}"
-    if key not in references:
-        folder = root / "reference" / key.replace("/", "-")
-        folder.mkdir(parents=True)
-        status, seconds = attempt(folder, condition, suite)
-        assert status == "complete", f"reference {key} failed"
-        references[key] = (outcome_of(run_dir_of(folder)), seconds)
-    reference, duration = references[key]
+    if key not in references:  # two clean runs: does the spec reproduce without faults?
+        outcomes = []
+        for copy in ("a", "b"):
+            folder = root / "reference" / f"{key.replace('/', '-')}-{copy}"
+            folder.mkdir(parents=True)
+            status, seconds = attempt(folder, condition, suite)
+            assert status == "complete", f"reference {key} failed"
+            outcomes.append(outcome_of(run_dir_of(folder)))
+        references[key] = (outcomes[0], seconds, outcomes[0] == outcomes[1])
+    reference, duration, reproducible = references[key]
     results = root / f"cycle-{number}"
     results.mkdir()
     faults, attempts = rng.randint(1, 3), []
@@ -146,7 +151,8 @@ def cycle(number: int, rng: random.Random, root: Path, references: dict) -> dict
     same = {field: got[field] == reference[field] for field in ("turns", "scores", "paid")}
     return {"cycle": number, "spec": key, "attempts": attempts, "identical": all(same.values()),
             "same": same, "paid": got["paid"], "reference_paid": reference["paid"],
-            "status": got["status"]}
+            "reference_seconds": round(duration, 2), "status": got["status"],
+            "clean_runs_agree": reproducible}
 
 
 def main() -> None:
@@ -168,11 +174,15 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
     identical = sum(r["identical"] for r in rows)
     interval = proportion_ci(identical, len(rows))
+    stable = [r for r in rows if r["clean_runs_agree"]]
     kinds = [a["fault"] for r in rows for a in r["attempts"] if a["fault"]]
     result = {
         "benchmark": "bench_faults", "cycles": len(rows), "identical": identical,
         "identical_share": interval.estimate, "ci95_wilson": [interval.low, interval.high],
         "target": "all cycles identical",
+        "identical_where_clean_runs_agree": [sum(r["identical"] for r in stable), len(stable)],
+        "specs_whose_clean_runs_differ": sorted({r["spec"] for r in rows
+                                                 if not r["clean_runs_agree"]}),
         "faults": {"kill": kinds.count("kill"), "outage": kinds.count("outage"),
                    "kills_that_landed": sum(a["ended"] == "killed" for r in rows
                                             for a in r["attempts"]),

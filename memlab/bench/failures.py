@@ -151,10 +151,15 @@ NEARLY_FULL_BYTES = 256 * 1024
 def reserve_space(run_dir: Path) -> None:
     """Set aside room for the manifest while the run writes (``free_space`` gives it back on a
     full disk, ``release_space`` at the end), so a full disk still ends as ``failed``."""
-    with (run_dir / RESERVE_FILE).open("wb") as fh:
-        fh.write(b"\0" * RESERVE_BYTES)
-        fh.flush()
-        os.fsync(fh.fileno())
+    path = run_dir / RESERVE_FILE
+    try:
+        with path.open("wb") as fh:
+            fh.write(b"\0" * RESERVE_BYTES)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:  # no room even for this: say so, leave nothing behind
+        path.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
 def release_space(run_dir: Path) -> None:
