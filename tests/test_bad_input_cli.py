@@ -81,7 +81,7 @@ CASES = [
      ["figures folder 'afile'", "is a file"]),
     ("serve_workdir_is_a_file", write("afile", "x"),
      ["serve", "--workdir", "afile", "--llm", "fake", "--embedder", "hashing", "--port",
-      "47123"], {}, 2, ["agent workdir 'afile'", "is a file"]),
+      "47123"], {}, 2, ["--workdir 'afile'", "is a file"]),
     ("spec_not_utf8", write("spec.yaml", b"name: \xff\xfe\n"), ["grid", "--spec", "spec.yaml"],
      {}, 2, ["grid spec 'spec.yaml'", "not UTF-8", "offset 6"]),
     ("spec_bad_yaml", write("spec.yaml", "name: x\nspans: {ltm: [200]\n"),
@@ -142,11 +142,13 @@ CASES = [
     ("rescore_truncated_json", write("published/agent/Colours/0_0.json", '{"score": 1.0, "ma'),
      ["goodai-rescore", "published"], {}, 2, ["0_0.json", "Invalid JSON"]),
     ("serve_port_out_of_range", nothing, ["serve", "--port", "70000"], {}, 2,
-     ["--port", "from 1 to 65535"]),
+     ["--port", "0..65535", "70000"]),
     ("lab_port_not_a_number", nothing, ["lab", "--port", "http"], {}, 2,
      ["--port", "whole number"]),
-    ("serve_host_not_here", nothing, ["serve", "--host", "10.255.255.1", "--port", "47124"], {},
-     2, ["--host '10.255.255.1'", "not an address of this machine"]),
+    ("serve_host_not_here", nothing,
+     ["serve", "--host", "10.255.255.1", "--port", "47124", "--llm", "fake", "--embedder",
+      "hashing", "--workdir", "srv"], {"MEMLAB_API_TOKEN": "secret"}, 2,
+     ["10.255.255.1:47124", "Cannot assign requested address"]),
     ("another_runs_folder", nothing, [*RUN[:-1], "minilm", "--out", "out"], {}, 2,
      [RUN_ID, "embedder", "recorded 'hashing', now 'minilm'", "use another results folder"]),
     ("manifest_not_json", write(f"out/{RUN_ID}/manifest.json", '{"status": "compl'),
@@ -217,3 +219,18 @@ def assert_unchanged(before: dict[str, str], after: dict[str, str]) -> None:
     added = {f for f in after if f not in before
              and not (f.endswith("run.lock") and after[f] == EMPTY)}
     assert not changed and not added, f"changed: {sorted(changed)}, added: {sorted(added)}"
+
+
+def test_serving_on_a_port_in_use_is_refused_in_one_line(workdir, capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        before = digest(workdir)
+        assert call_main(["serve", "--port", port, "--llm", "fake", "--embedder", "hashing",
+                          "--workdir", "srv"]) == 2
+    lines = visible_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and f"--port {port}" in lines[0] and "already in use" in lines[0]
+    assert_unchanged(before, digest(workdir))

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
-import socket
 
 from memlab.embed.base import EMBEDDERS
 from memlab.errors import ConfigError
@@ -60,31 +58,12 @@ def non_negative_int(text: str) -> int:
     return value
 
 
-def port_number(text: str) -> int:
-    """A TCP port, 1..65535."""
+def port(text: str) -> int:
+    """A TCP port, 0..65535."""
     value = non_negative_int(text)
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535, got {text}")
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port, 0..65535, got {text}")
     return value
-
-
-def check_port_free(host: str, port: int) -> None:
-    """Raise ConfigError naming ``host:port`` when a server cannot listen there."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind
-        try:
-            probe.bind((host, port))
-        except socket.gaierror as exc:
-            raise ConfigError(f"--host {host!r}: not a host name or address ({exc.strerror})") \
-                from None
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise ConfigError(f"--port {port}: {host}:{port} is already in use (another "
-                                  "server?); pick a free port with --port") from None
-            if exc.errno == errno.EADDRNOTAVAIL:
-                raise ConfigError(f"--host {host!r}: not an address of this machine") from None
-            raise
 
 
 def split(text: str | None, cast=str) -> list | None:
