@@ -139,7 +139,7 @@ class ScriptedMemory(MemorySystem):
         return None
 
 
-def scripted_factory(condition, *, llm, embedder, workdir, scope):
+def scripted_factory(condition, *, llm, embedder, workdir, scope, namespace=None):
     return Agent(ScriptedMemory(scope, llm=llm, embedder=embedder, workdir=workdir), llm)
 
 
@@ -263,7 +263,7 @@ class UuidMemory(ScriptedMemory):
         return context
 
 
-def uuid_factory(condition, *, llm, embedder, workdir, scope):
+def uuid_factory(condition, *, llm, embedder, workdir, scope, namespace=None):
     return Agent(UuidMemory(scope, llm=llm, embedder=embedder, workdir=workdir), llm)
 
 
@@ -313,7 +313,7 @@ class SaltedMemory(ScriptedMemory):
         return context
 
 
-def salted_factory(condition, *, llm, embedder, workdir, scope):
+def salted_factory(condition, *, llm, embedder, workdir, scope, namespace=None):
     return Agent(SaltedMemory(scope, llm=llm, embedder=embedder, workdir=workdir), llm)
 
 
@@ -350,9 +350,10 @@ def _child(results_dir: str, hang_at_call: int, hang_in: str, condition: str = "
             time.sleep(600)
         return fake_reply(messages)
 
-    def factory(condition, *, llm, embedder, workdir, scope):
+    def factory(condition, *, llm, embedder, workdir, scope, namespace=None):
         make = default_agent_factory if condition == "rag" else scripted_factory
-        agent = make(condition, llm=llm, embedder=embedder, workdir=workdir, scope=scope)
+        agent = make(condition, llm=llm, embedder=embedder, workdir=workdir, scope=scope,
+                     namespace=namespace)
         observe = agent.memory.observe
 
         def hanging_observe(exchange):

@@ -47,6 +47,7 @@ from memlab.bench.runlog import (
 from memlab.bench.spec import RunSpec
 from memlab.config import get_settings
 from memlab.errors import ConfigError, MemlabError
+from memlab.memory._backends import purge_namespace, run_namespace
 from memlab.memory.base import MEMORIES, MemoryContext, Scope
 from memlab.models import seed_ids
 
@@ -65,10 +66,10 @@ class Step:
 
 
 def default_agent_factory(condition: str, *, llm: Any, embedder: Any, workdir: Path,
-                          scope: Scope) -> Agent:
+                          scope: Scope, namespace: str | None = None) -> Agent:
     """The condition's memory (``MEMORIES.create``) behind a default Agent."""
     memory = MEMORIES.create(condition, scope=scope, llm=llm, embedder=embedder,
-                             workdir=workdir)
+                             workdir=workdir, namespace=namespace)
     return Agent(memory, llm)
 
 
@@ -190,7 +191,8 @@ class _RunSession:
         self.llm, self.embedder, self.seed = llm, embedder, spec.seed
         self.logprob = spec.option_scoring == "logprob" and llm.supports_logprobs
         self.recorded = read_jsonl(run_dir / "turns.jsonl", repair=True)
-        store = _fresh_store(run_dir / "store")
+        self.namespace = run_namespace(run_dir)
+        store = _fresh_store(run_dir / "store", self.namespace)
         random.seed(spec.seed)
         np.random.seed(spec.seed % 2**32)
         self._stack = ExitStack()
@@ -204,7 +206,8 @@ class _RunSession:
         user = str(params.get("user_id") or params.get("persona_id") or suite.name)
         try:
             self.agent = factory(spec.condition, llm=llm, embedder=embedder, workdir=store,
-                                 scope=Scope(user_id=user, agent_id=spec.condition))
+                                 scope=Scope(user_id=user, agent_id=spec.condition),
+                                 namespace=self.namespace)
         except BaseException:
             self._stack.close()
             raise
@@ -331,15 +334,18 @@ class _RunSession:
         return lines
 
 
-def _fresh_store(root: Path) -> Path:
+def _fresh_store(root: Path, namespace: str) -> Path:
     """An empty store folder for this attempt (the replay rebuilds the memory from scratch).
 
-    Earlier attempts' folders are deleted; a new name per attempt keeps an embedded store that
-    caches its handles per path in-process (chromadb) from reopening a deleted database.
+    Earlier attempts' folders are deleted and the run's ``namespace`` is purged on every
+    configured server (Redis, chroma, SQL), so the replay starts from nothing there too. A new
+    name per attempt keeps an embedded store that caches its handles per path in-process
+    (chromadb) from reopening a deleted database.
     """
     if root.exists():
         for old in root.iterdir():
             shutil.rmtree(old, ignore_errors=True)
+    purge_namespace(namespace)
     store = root / f"attempt-{time.time_ns()}"
     store.mkdir(parents=True)
     return store

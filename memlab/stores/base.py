@@ -2,7 +2,9 @@
 
 Roles: operating memory (:class:`KeyValueStore`), vector store (:class:`VectorStore`). The
 relational store (:mod:`memlab.stores.sql`) is one SQLAlchemy implementation whose dialect (SQLite
-or PostgreSQL) is picked by URL; the sleep stores are built on SQLite + NumPy.
+or PostgreSQL) is picked by URL; the memory record stores (:mod:`memlab.stores.records`: episodic,
+consolidated, schema, distilled facts) keep their records there and their vectors in the vector
+store.
 """
 
 from __future__ import annotations
@@ -43,9 +45,13 @@ class VectorStore(ABC):
 
     @abstractmethod
     def add(
-        self, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]] | None = None
+        self, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]] | None = None,
+        embeddings: Any = None,
     ) -> None:
-        """Add (or overwrite) documents; metadata values are str, int, float or bool."""
+        """Add (or overwrite) documents; metadata values are str, int, float or bool.
+
+        ``embeddings`` (one vector per text, from the store's embedder) skips embedding them.
+        """
 
     @abstractmethod
     def query(self, text: str, k: int = 5, where: dict[str, Any] | None = None) -> list[VectorHit]:
@@ -54,6 +60,10 @@ class VectorStore(ABC):
     @abstractmethod
     def get(self, ids: list[str]) -> list[VectorHit]:
         """Return the documents with these ids that exist in this scope (in the order asked)."""
+
+    @abstractmethod
+    def vectors(self) -> dict[str, Any]:
+        """Every document's embedding in this scope, by id (float32 arrays)."""
 
     @abstractmethod
     def delete(self, ids: list[str]) -> None:
@@ -107,6 +117,10 @@ class KeyValueStore(ABC):
     @abstractmethod
     def append(self, key: str, text: str, separator: str = "") -> None:
         """Atomically append ``text``, preceded by ``separator`` when the value is non-empty."""
+
+    @abstractmethod
+    def clear(self) -> int:
+        """Delete every key of this store (on a shared server: its namespace); returns how many."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
