@@ -47,9 +47,10 @@ from memlab.bench.runlog import (
 from memlab.bench.spec import RunSpec
 from memlab.config import get_settings
 from memlab.errors import ConfigError, MemlabError
-from memlab.memory._backends import purge_namespace, run_namespace
+from memlab.memory._backends import purge_namespace
 from memlab.memory.base import MEMORIES, MemoryContext, Scope
 from memlab.models import seed_ids
+from memlab.stores.base import run_namespace
 
 Phase = Literal["main", "pre_sleep", "post_sleep"]
 AgentFactory = Callable[..., Agent]

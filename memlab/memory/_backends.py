@@ -4,14 +4,12 @@ record stores, embedder.
 Embedded defaults (in-process KV, chromadb and SQLite in the run folder) unless
 ``MEMLAB_REDIS_URL`` / ``MEMLAB_CHROMA_URL`` / ``MEMLAB_SQL_URL`` (or the condition's config)
 name a server. Everything a run stores on a server carries the run's namespace
-(:func:`run_namespace`): the Redis key prefix, the chroma collection tag, the SQL rows' namespace
+(``memlab.stores.base.run_namespace``): the Redis key prefix, the chroma collection tag, the SQL rows' namespace
 column; :func:`purge_namespace` deletes all of it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 import shutil
 import tempfile
 from collections import OrderedDict
@@ -68,21 +66,6 @@ class CachedEmbedder(Embedder):
 def resolve_embedder(embedder: Embedder | None) -> Embedder:
     """The given embedder, else the one ``MEMLAB_EMBEDDER`` names (MiniLM by default)."""
     return embedder if embedder is not None else get_embedder(get_settings().embedder)
-
-
-def run_namespace(folder: str | Path) -> str:
-    """The namespace of the run (or ad-hoc agent) whose folder is ``folder``.
-
-    The folder's name (a run folder is named by its run id) plus a short hash of its resolved
-    path, so two results folders on one server never share memory.
-
-    Example:
-        >>> run_namespace("/results/ltm-rag-1000-s0")
-        'ltm-rag-1000-s0.25653586'
-    """
-    path = Path(folder).resolve()
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", path.name)[:80] or "run"
-    return f"{name}.{hashlib.blake2b(str(path).encode(), digest_size=4).hexdigest()}"
 
 
 def purge_namespace(namespace: str, *, workdir: Path | None = None) -> None:

@@ -104,7 +104,7 @@ class MemorySystem(ABC):
         workdir: folder for this run's embedded stores.
         config: the condition's own pydantic config (see ``Config`` on each subclass).
         namespace: the run this memory belongs to; everything it stores on a server carries it
-            (``memlab.memory._backends.run_namespace``). Default: derived from ``workdir``
+            (``memlab.stores.base.run_namespace``). Default: derived from ``workdir``
             (a fresh one without a workdir), so an ad-hoc agent reopened on its folder finds
             its memory and two folders never share one.
     """
@@ -146,7 +146,7 @@ class MemorySystem(ABC):
 
 def default_namespace(workdir: Path | None) -> str:
     """The namespace of a memory created without one: from its folder, else a fresh one."""
-    from memlab.memory._backends import run_namespace
+    from memlab.stores.base import run_namespace
 
     return run_namespace(workdir) if workdir else f"adhoc.{secrets.token_hex(6)}"
 

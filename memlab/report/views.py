@@ -127,7 +127,7 @@ def _stored(run_dir: str | Path, kind: str) -> list[dict[str, Any]]:
     """Records of one kind from the run's record stores: the configured database
     (``MEMLAB_SQL_URL``) under the run's namespace, else the SQLite files in its store folder."""
     from memlab.config import get_settings
-    from memlab.memory._backends import run_namespace
+    from memlab.stores.base import run_namespace
     from memlab.stores.records import SQLITE_FILE, read_records
     from memlab.stores.sql import make_engine
 

@@ -9,8 +9,11 @@ store.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -19,6 +22,21 @@ from memlab.registry import Registry
 
 SCOPE_FIELD = "memlab_scope"
 """Metadata key that records which scope a vector document belongs to."""
+
+
+def run_namespace(folder: str | Path) -> str:
+    """The namespace of the run (or ad-hoc agent) whose folder is ``folder``.
+
+    The folder's name (a run folder is named by its run id) plus a short hash of its resolved
+    path, so two results folders on one server never share memory.
+
+    Example:
+        >>> run_namespace("/results/ltm-rag-1000-s0")
+        'ltm-rag-1000-s0.25653586'
+    """
+    path = Path(folder).resolve()
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", path.name)[:80] or "run"
+    return f"{name}.{hashlib.blake2b(str(path).encode(), digest_size=4).hexdigest()}"
 
 
 class VectorHit(BaseModel):

@@ -45,6 +45,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from memlab.config import get_settings
 from memlab.embed.base import Embedder
 from memlab.errors import ConfigError, StoreError
+from memlab.stores.base import run_namespace
 from memlab.stores.matrix import VectorMatrix
 from memlab.stores.sql import JSONType, make_engine, shown_url, transaction
 from memlab.stores.vector import ChromaVectorStore, make_client
@@ -132,7 +133,7 @@ class ScopedRecordStore(ABC, Generic[M]):
         workdir: the run folder (SQLite file and embedded chroma, unless servers are set).
         scope: whose memory this is (user or agent id); no call returns another scope's record.
         embedder: computes the vectors used by ``search``.
-        namespace: the run this memory belongs to (``memlab.memory._backends.run_namespace``).
+        namespace: the run this memory belongs to (default: ``run_namespace(workdir)``).
         backends: an SQL engine and chroma client to share (default: opened for ``workdir``
             and closed with the store).
         flush_every: vectors buffered before a chroma write.
@@ -142,10 +143,11 @@ class ScopedRecordStore(ABC, Generic[M]):
     model: type[M]
 
     def __init__(self, workdir: str | Path, scope: str, embedder: Embedder, *,
-                 namespace: str = "memlab", backends: RecordBackends | None = None,
+                 namespace: str | None = None, backends: RecordBackends | None = None,
                  flush_every: int = 32):
         if not scope or not str(scope).strip():
             raise ConfigError("scope: must be a non-empty user or agent id")
+        namespace = namespace or run_namespace(workdir)
         self.scope, self.embedder, self.namespace = str(scope), embedder, namespace
         self.flush_every = flush_every
         self._owns_backends = backends is None
