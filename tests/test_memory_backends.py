@@ -77,3 +77,11 @@ def test_postgres_and_chroma_server_give_the_embedded_results(
         assert kinds_stored.get("schemas", 0) >= 1
     collections = [c.name for c in make_client(url=chroma_server.url).list_collections()]
     assert sum(name.startswith(run_tag(namespace) + "-") for name in collections) >= 1
+
+    if condition == "sleep":  # the views read the records where the run kept them
+        memories, schemas = lab.consolidated_memories(served), lab.schemas_formed(served)
+        assert len(memories) == kinds_stored["consolidated_memories"]
+        assert len(schemas) == kinds_stored["schemas"]
+        monkeypatch.delenv("MEMLAB_SQL_URL")
+        assert lab.consolidated_memories(embedded).equals(memories)
+        assert lab.schemas_formed(embedded).equals(schemas)

@@ -83,7 +83,8 @@ class RecordBackends:
         settings = get_settings()
         self.sql_url = sql_url or settings.sql_url
         self.chroma_url = chroma_url or settings.chroma_url
-        self.engine = make_engine(self.sql_url, Path(workdir) / SQLITE_FILE)
+        # a run rebuilds its memory from the journal: commits need not wait for the disk
+        self.engine = make_engine(self.sql_url, Path(workdir) / SQLITE_FILE, durable=False)
         self.sql_shown = shown_url(self.engine)
         create_tables(self.engine)
         self.chroma_path = None if self.chroma_url else Path(workdir) / CHROMA_FOLDER

@@ -106,8 +106,16 @@ lessons = Table(
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def make_engine(url: str | None = None, path: str | Path | None = None) -> Engine:
-    """Engine for ``url`` (PostgreSQL via psycopg 3, or any SQLAlchemy URL), else SQLite ``path``."""
+def make_engine(url: str | None = None, path: str | Path | None = None, *,
+                durable: bool = True) -> Engine:
+    """Engine for ``url`` (PostgreSQL via psycopg 3, or any SQLAlchemy URL), else SQLite ``path``.
+
+    Args:
+        durable: SQLite only: sync every commit to disk (``synchronous=FULL``). False keeps
+            WAL's ``synchronous=NORMAL``: never corrupt, but the last commits may be lost on a
+            power cut (fine for data a run rebuilds from its journal), for a fraction of the
+            per-commit cost.
+    """
     if not url:
         if path is None:
             raise ConfigError("sql store: give a SQLite file path or a URL (MEMLAB_SQL_URL)")
@@ -126,6 +134,8 @@ def make_engine(url: str | None = None, path: str | Path | None = None) -> Engin
         raise ConfigError(f"sql_url: cannot use {url.split('@')[-1]!r}: {exc}") from exc
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+        if not durable:
+            event.listen(engine, "connect", _sqlite_normal_sync)
     return engine
 
 
@@ -156,6 +166,12 @@ def operational_error(exc: OperationalError, where: str) -> StoreError:
     if "connect" in str(exc).lower():
         return StoreUnavailableError(f"database at {where} is unavailable: {exc}")
     return StoreError(f"database at {where}: {exc}")
+
+
+def _sqlite_normal_sync(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
