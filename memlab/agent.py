@@ -8,21 +8,22 @@ check. The Agent never knows which condition it runs.
 from __future__ import annotations
 
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from memlab.errors import LLMError
 from memlab.llm.base import Completion, LLMClient, Message
-from memlab.memory.base import Exchange, MemoryContext, MemorySystem
+from memlab.llm.options import letters, parse_letter
+from memlab.memory.base import Exchange, MemoryContext, MemorySystem, format_time
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant with a long-term memory of your conversations with this user. "
     "Use what you remember when it is relevant. Answer concisely."
 )
 MEMORY_HEADER = "What you remember about this user and your past conversations:"
-OPTION_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+TIME_MARK_GAP = timedelta(minutes=30)  # history shows a time when it moved this much
 
 
 class TurnTrace(BaseModel):
@@ -41,8 +42,12 @@ class TurnTrace(BaseModel):
         truncated_turns: exchanges the condition cut to fit the window (full_context).
         slept: an auto-sleep cycle ran after this turn; ``cycle_stats`` holds its CycleStats.
         error: the LLM call failed (typed LLMError name + message); ``reply`` is then "".
+        choice: for a multiple-choice question, the 0-based option the reply names (None: none).
+        answered: False when the turn was recalled and its prompt built but not sent to the
+            model (an evidence-only run); ``prompt_tokens`` is then the prompt's own count.
         context: the MemoryContext recalled for this turn (not written to turns.jsonl; the
             runner reads evidence and provenance from it).
+        messages: the prompt as sent (not written to turns.jsonl; the runner stores it by hash).
     """
 
     reply: str = ""
@@ -61,14 +66,18 @@ class TurnTrace(BaseModel):
     slept: bool = False
     cycle_stats: dict[str, Any] | None = None
     error: str | None = None
+    choice: int | None = None
+    answered: bool = True
     context: MemoryContext | None = Field(None, exclude=True, repr=False)
+    messages: list[Message] = Field(default_factory=list, exclude=True, repr=False)
 
 
 def render_options(text: str, options: list[str]) -> str:
-    """Append lettered answer options and the ``<final_answer>`` instruction to a question."""
-    lines = [f"({OPTION_LETTERS[i]}) {option}" for i, option in enumerate(options)]
+    """A multiple-choice question: the question, its lettered options, the answer instruction."""
+    lines = [f"{letter}. {option}" for letter, option in zip(letters(len(options)), options,
+                                                             strict=True)]
     return (f"{text}\n\nOptions:\n" + "\n".join(lines)
-            + "\n\nEnd your reply with <final_answer>(letter)</final_answer>.")
+            + "\n\nAnswer with the letter of the correct option only.")
 
 
 class Agent:
@@ -82,46 +91,68 @@ class Agent:
             ``metadata["uncapped_history"]``, i.e. full_context, is exempt: its cut is its own).
         max_tokens: reply length limit.
         system_prompt: instructions replacing ``DEFAULT_SYSTEM_PROMPT``.
+        auto_sleep: run the memory's consolidation when it asks for it after a stored turn
+            (Table 2's protocol turns it off and sleeps once, by hand).
     """
 
     def __init__(self, memory: MemorySystem, llm: LLMClient, *, persona: str | None = None,
                  history_turns: int = 5, max_tokens: int = 128,
-                 system_prompt: str | None = None):
+                 system_prompt: str | None = None, auto_sleep: bool = True):
         self.memory = memory
         self.llm = llm
         self.persona = persona
         self.history_turns = history_turns
         self.max_tokens = max_tokens
         self.system_prompt = system_prompt or DEFAULT_SYSTEM_PROMPT
+        self.auto_sleep = auto_sleep
         self.turn_number = 0
         self.cycles: list[Any] = []  # CycleStats of every sleep cycle this agent ran
         self.last_messages: list[Message] = []  # the prompt of the last interact (option scoring)
 
     # ----------------------------------------------------------------- the loop
     def interact(self, text: str, *, store: bool = True, timestamp: datetime | None = None,
-                 session_id: str | None = None,
-                 options: list[str] | None = None) -> TurnTrace:
-        """Answer ``text`` with memory; never raises for a failing model call (see ``error``)."""
+                 session_id: str | None = None, options: list[str] | None = None,
+                 answer: bool = True) -> TurnTrace:
+        """Answer ``text`` with memory; never raises for a failing model call (see ``error``).
+
+        Args:
+            timestamp: the conversation's clock now; when given, the prompt states it and
+                shows when remembered turns happened.
+            options: answer options of a multiple-choice question: the reply is one option
+                letter (constrained to one where the backend can) and ``choice`` its index.
+            answer: False builds the prompt without calling the model and stores nothing.
+        """
         trace = TurnTrace()
         start = time.perf_counter()
         context = self.memory.recall(text)
         trace.context = context
         trace.memory_latency_s = time.perf_counter() - start
         user_text = render_options(text, options) if options else text
-        messages = self._build_messages(context, user_text, trace)
-        self.last_messages = messages
+        messages = self._build_messages(context, user_text, trace, now=timestamp)
+        self.last_messages = trace.messages = messages
+        if not answer:
+            trace.answered = False
+            trace.prompt_tokens = self.llm.count_message_tokens(messages)
+            return trace
         try:
-            completion = self.llm.complete(messages, max_tokens=self.max_tokens)
+            completion = self._answer(messages, options)
         except LLMError as exc:
             trace.error = f"{type(exc).__name__}: {exc}"
             return trace
         self._record_completion(trace, completion)
+        if options:
+            trace.choice = parse_letter(completion.text, len(options))
         if store:
             start = time.perf_counter()
             self._store(text, completion.text, timestamp, session_id)
             trace.memory_latency_s += time.perf_counter() - start
             self._auto_sleep(trace)
         return trace
+
+    def _answer(self, messages: list[Message], options: list[str] | None) -> Completion:
+        if not options:
+            return self.llm.complete(messages, max_tokens=self.max_tokens)
+        return self.llm.complete(messages, max_tokens=8, choices=list(letters(len(options))))
 
     def observe(self, user: str, assistant: str, *, timestamp: datetime | None = None,
                 session_id: str | None = None) -> Any:
@@ -141,12 +172,16 @@ class Agent:
         return stats
 
     # ----------------------------------------------------------------- parts
-    def build_system_prompt(self, context: MemoryContext) -> tuple[str, str]:
-        """The system prompt's instruction part (+ persona) and its memory block ("" if none)."""
+    def build_system_prompt(self, context: MemoryContext,
+                            now: datetime | None = None) -> tuple[str, str]:
+        """The system prompt's instruction part (+ persona, + the time ``now``) and its memory
+        block ("" if none; its items carry their times when ``now`` is given)."""
         base = self.system_prompt
         if self.persona:
             base += f"\n\nAbout the user: {self.persona}"
-        rendered = context.render()
+        if now is not None:
+            base += f"\n\nIt is now {format_time(now)}."
+        rendered = context.render(show_time=now is not None)
         memory = f"\n\n{MEMORY_HEADER}\n{rendered}" if rendered else ""
         return base, memory
 
@@ -155,18 +190,18 @@ class Agent:
             return list(context.history)
         return list(context.history[-self.history_turns:]) if self.history_turns > 0 else []
 
-    def _build_messages(self, context: MemoryContext, user_text: str,
-                        trace: TurnTrace) -> list[Message]:
+    def _build_messages(self, context: MemoryContext, user_text: str, trace: TurnTrace,
+                        now: datetime | None = None) -> list[Message]:
         count = self.llm.count_tokens
-        base, memory = self.build_system_prompt(context)
+        base, memory = self.build_system_prompt(context, now)
         messages = [Message(role="system", content=base + memory)]
         trace.prompt_tokens_system = count(base) + 4
         trace.prompt_tokens_memory = count(memory) if memory else 0
         history = self._history(context)
-        for exchange in history:
-            messages.append(Message(role="user", content=exchange.user))
+        for exchange, user in zip(history, history_texts(history, now is not None), strict=True):
+            messages.append(Message(role="user", content=user))
             messages.append(Message(role="assistant", content=exchange.assistant))
-            trace.prompt_tokens_history += count(exchange.user) + count(exchange.assistant) + 8
+            trace.prompt_tokens_history += count(user) + count(exchange.assistant) + 8
         messages.append(Message(role="user", content=user_text))
         trace.prompt_tokens_user = count(user_text) + 4
         trace.memory_ids = [item.id for item in context.items] + [
@@ -193,10 +228,25 @@ class Agent:
         self.memory.observe(Exchange(**fields))
 
     def _auto_sleep(self, trace: TurnTrace | None) -> Any:
-        if not self.memory.should_sleep():
+        if not self.auto_sleep or not self.memory.should_sleep():
             return None
         stats = self.sleep()
         if trace is not None and stats is not None:
             trace.slept = True
             trace.cycle_stats = stats.model_dump(mode="json")
         return stats
+
+
+def history_texts(history: list[Exchange], show_time: bool) -> list[str]:
+    """The user messages of ``history`` as sent; with ``show_time``, a message whose time moved
+    at least ``TIME_MARK_GAP`` from the last time shown starts with its time (``[Mon 08 Jan
+    2024 19:00] ...``): the first one always, then only where the clock jumped."""
+    texts, shown = [], None
+    for exchange in history:
+        moment = exchange.timestamp
+        if show_time and (shown is None or abs(moment - shown) >= TIME_MARK_GAP):
+            texts.append(f"[{format_time(moment)}] {exchange.user}")
+            shown = moment
+        else:
+            texts.append(exchange.user)
+    return texts

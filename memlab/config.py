@@ -25,7 +25,13 @@ class Settings(BaseSettings):
 
     llm: str = Field("local", description="LLM provider: a key of memlab.llm.LLMS (memlab llms)")
     llm_model: str | None = Field(None, description="provider model name (gemini/openai)")
-    local_size: Literal["0.5b", "1.5b", "135m"] = Field("0.5b", description="packaged GGUF tier")
+    local_size: Literal["0.5b", "1.5b", "135m"] = Field(
+        "1.5b", description="packaged GGUF tier of the answering model")
+    memory_llm: str | None = Field(
+        None, description="provider of the memory's own calls (default: the answering one)")
+    memory_llm_model: str | None = Field(
+        None, description="model of the memory's own calls: a local tier or GGUF path, or a "
+        "provider model name (default: 0.5b for local, else the answering model)")
     local_model: Path | None = Field(None, description="path to any GGUF file (overrides size)")
     n_ctx: int = Field(4096, ge=512, description="local model context window in tokens")
     n_threads: int | None = Field(None, ge=1, description="local model CPU threads")

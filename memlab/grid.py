@@ -28,17 +28,25 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel
 from tqdm.auto import tqdm
 
-from memlab.bench.base import SUITES
 from memlab.bench.runner import is_complete
 from memlab.bench.spec import RunSpec
 from memlab.config import get_settings
-from memlab.errors import ConfigError, MissingDependencyError, fields_message
+from memlab.errors import ConfigError, MissingDependencyError
 from memlab.gridpool import pool_map, sigterm_as_interrupt
-from memlab.memory.base import MEMORIES
+from memlab.gridspec import (  # noqa: F401 - the grid's vocabulary, re-exported
+    FULL,
+    QUICK,
+    SPECS,
+    STANDARD,
+    GridSpec,
+    format_plan,
+    load_spec,
+    plan,
+    validate_spec,
+)
 from memlab.notebooks import notebook_path
 
 
@@ -49,121 +57,6 @@ class GridInterrupted(KeyboardInterrupt):
 def cell_parameters(cell: RunSpec, results_dir: Path) -> dict[str, Any]:
     """The papermill parameters of condition.ipynb for one cell: its spec's fields + out_dir."""
     return cell.identity() | {"out_dir": str(results_dir)}
-
-
-class GridSpec(BaseModel):
-    """A grid as data (see ``QUICK`` and ``FULL``; ``load_spec`` reads the same from YAML).
-
-    Attributes:
-        spans: per suite, the memory spans (ltm) or context lengths (persona) in tokens.
-        suite_options: per suite, extra generator options passed to the suite.
-        expected_minutes: wall-clock estimate on a 2-core machine with the local 0.5B model.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    description: str = ""
-    conditions: list[str] = Field(default_factory=MEMORIES.names)
-    suites: list[str] = Field(default_factory=SUITES.names)
-    spans: dict[str, list[int]]
-    seeds: list[int] = Field(default_factory=lambda: [0])
-    suite_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    llm: str = "local"
-    llm_model: str | None = None
-    embedder: str = "minilm"
-    sleep_probes: bool = Field(True, description="the sleep cells also run Table 2's protocol")
-    expected_minutes: float | None = None
-
-    @field_validator("conditions")
-    @classmethod
-    def _known_conditions(cls, value: list[str]) -> list[str]:
-        return [MEMORIES.check(v) for v in value]
-
-    @field_validator("suites")
-    @classmethod
-    def _known_suites(cls, value: list[str]) -> list[str]:
-        return [SUITES.check(v) for v in value]
-
-    def cells(self, **overrides: Any) -> list[RunSpec]:
-        """Every cell of the grid, validated before anything runs.
-
-        Args:
-            **overrides: llm / llm_model / embedder replacing the spec's (None: keep).
-
-        Raises:
-            ConfigError: a suite without spans, a duplicate cell, or a field no RunSpec takes
-                (named with the cell it belongs to).
-        """
-        base = {"llm": self.llm, "llm_model": self.llm_model, "embedder": self.embedder} | {
-            k: v for k, v in overrides.items() if v is not None}
-        missing = [suite for suite in self.suites if not self.spans.get(suite)]
-        if missing:
-            raise ConfigError(f"grid {self.name!r}: spans has no size for suite(s) {missing}")
-        cells = [RunSpec.parse({"condition": c, "suite": s, "span": span, "seed": seed,
-                                "suite_options": self.suite_options.get(s, {}),
-                                "probes_sleep": self.sleep_probes and c == "sleep", **base},
-                               f"grid {self.name!r}, cell {s}/{c}/{span}/s{seed}")
-                 for s in self.suites for span in self.spans[s]
-                 for c in self.conditions for seed in self.seeds]
-        ids = [cell.run_id for cell in cells]
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        if repeated:
-            raise ConfigError(f"grid {self.name!r}: cells repeat ({', '.join(repeated)}): "
-                              "a condition, span or seed is listed twice")
-        return cells
-
-
-# The quick paper's LTM types: the four with the fewest needles (3-5 answered turns each), one
-# of each kind of memory: the latest value (colours), a list (jokes), a deferred action
-# (prospective_memory) and a standing instruction (trigger_response). The full grid runs all nine.
-QUICK_LTM_TYPES = ["colours", "jokes", "prospective_memory", "trigger_response"]
-PAPER_SUITES = ["ltm", "persona"]  # the generated suites: they need no data from the user
-QUICK = GridSpec(
-    name="quick", suites=PAPER_SUITES,
-    description=("All seven conditions on both suites at a small size, one seed (make paper): "
-                 "LTM at a 1k-token span with one example of 4 test types, a persona history of "
-                 "1k tokens on 1 topic (9 questions, every question type)."),
-    spans={"ltm": [1000], "persona": [1000]},
-    suite_options={"ltm": {"examples": 1, "types": QUICK_LTM_TYPES}, "persona": {"n_topics": 1}},
-    expected_minutes=20,
-)
-FULL = GridSpec(
-    name="full", suites=PAPER_SUITES,
-    description=("The paper grid: LTM at spans 1k/4k/8k with 3 examples per test type, persona "
-                 "histories of 8k and 32k tokens, three seeds."),
-    spans={"ltm": [1000, 4000, 8000], "persona": [8000, 32000]},
-    seeds=[0, 1, 2],
-    suite_options={"ltm": {"examples": 3}},
-    expected_minutes=48 * 60,
-)
-SPECS = {"quick": QUICK, "full": FULL}
-
-
-def validate_spec(values: dict[str, Any], source: str) -> GridSpec:
-    """GridSpec from ``values``; a bad field raises ConfigError naming it and the rule."""
-    try:
-        return GridSpec.model_validate(values)
-    except ValidationError as exc:
-        message = fields_message(exc.errors(), whole="spec")
-        raise ConfigError(f"grid spec {source}: {message}") from exc
-
-
-def load_spec(name_or_path: str | Path) -> GridSpec:
-    """A built-in spec ("quick", "full") or a YAML file with GridSpec's fields."""
-    if str(name_or_path) in SPECS:
-        return SPECS[str(name_or_path)]
-    path = Path(name_or_path)
-    if not path.is_file():
-        raise ConfigError(f"grid spec {str(name_or_path)!r}: not a built-in spec "
-                          f"({', '.join(SPECS)}) nor a YAML file")
-    try:
-        values = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"grid spec {path}: not valid YAML ({exc})") from exc
-    if not isinstance(values, dict):
-        raise ConfigError(f"grid spec {path}: expected a mapping of GridSpec fields")
-    return validate_spec(values, str(path))
 
 
 class CellResult(BaseModel):

@@ -57,6 +57,22 @@ def make_llm(llm: str | None = None, model: str | None = None, **kwargs: Any):
     return get_llm(name, **kwargs)
 
 
+def make_models(spec: RunSpec) -> tuple[Any, Any]:
+    """The answering model (window sized to the run) and the memory's own model of ``spec``.
+
+    The memory model is the answering client itself when both name the same model.
+    """
+    settings = get_settings()
+    answering = make_llm(spec.llm, spec.llm_model, n_ctx=spec.window)
+    provider = spec.memory_llm or settings.memory_llm or spec.llm
+    model = spec.memory_llm_model or settings.memory_llm_model
+    if model is None:
+        model = "0.5b" if provider == "local" else spec.llm_model
+    if provider == spec.llm and model == spec.llm_model:
+        return answering, answering
+    return answering, make_llm(provider, model)
+
+
 def make_embedder(embedder: str | None = None):
     """The embedder by registry key (default ``MEMLAB_EMBEDDER``)."""
     from memlab.embed.base import get_embedder
@@ -77,28 +93,34 @@ def run(spec: RunSpec, results_dir: str | Path | None = None, *, llm: Any = None
     Args:
         results_dir: parent of the run folder ``<results_dir>/<spec.run_id>/`` (default
             ``MEMLAB_RESULTS_DIR`` or ``results``).
-        llm, embedder: already-built models to use instead of building the spec's.
+        llm, embedder: already-built models to use instead of building the spec's (``llm``
+            then makes the memory's calls too).
     """
     from memlab.bench.runner import run as run_spec
 
-    llm = llm or make_llm(spec.llm, spec.llm_model)
+    memory_llm = llm
+    if llm is None:
+        llm, memory_llm = make_models(spec)
     embedder = embedder or make_embedder(spec.embedder)
-    return run_spec(spec, suite=build_suite(spec, llm), llm=llm, embedder=embedder,
-                    results_dir=results_dir, progress=progress)
+    return run_spec(spec, suite=build_suite(spec, llm), llm=llm, memory_llm=memory_llm,
+                    embedder=embedder, results_dir=results_dir, progress=progress)
 
 
 def run_condition(condition: str, suite: str, span: int, seed: int = 0, *,
-                  llm: str | None = None, llm_model: str | None = None,
-                  embedder: str | None = None, out_dir: str | Path = "results",
-                  suite_options: dict[str, Any] | None = None, probes_sleep: bool = False,
-                  option_scoring: str = "generate", progress: bool = True) -> Path:
-    """``run`` from a notebook's parameters (each checked, the wrong one named)."""
+                  out_dir: str | Path = "results", progress: bool = True,
+                  **fields: Any) -> Path:
+    """``run`` from a notebook's parameters (each checked, the wrong one named).
+
+    Args:
+        **fields: the other RunSpec fields (``llm``, ``llm_model``, ``memory_llm_model``,
+            ``embedder``, ``suite_options``, ``answered``, ``probes_sleep``...); a None
+            ``llm`` / ``embedder`` takes the configured one.
+    """
     settings = get_settings()
-    spec = RunSpec.parse({
-        "condition": condition, "suite": suite, "span": span, "seed": seed,
-        "llm": llm or settings.llm, "llm_model": llm_model,
-        "embedder": embedder or settings.embedder, "suite_options": suite_options or {},
-        "probes_sleep": probes_sleep, "option_scoring": option_scoring}, "parameters")
+    fields["llm"] = fields.get("llm") or settings.llm
+    fields["embedder"] = fields.get("embedder") or settings.embedder
+    spec = RunSpec.parse({"condition": condition, "suite": suite, "span": span, "seed": seed,
+                          **fields}, "parameters")
     return run(spec, out_dir, progress=progress)
 
 

@@ -88,15 +88,47 @@ def test_history_is_capped_unless_the_context_is_uncapped():
         assert history[-1].content == "a5"
 
 
-def test_store_false_stores_nothing_and_options_are_rendered():
-    llm = FakeLLM(["<final_answer>(b)</final_answer>"])
+def test_store_false_stores_nothing_and_options_are_one_constrained_letter():
+    llm = FakeLLM(["B"])
     memory = ListMemory(scope())
     agent = Agent(memory, llm)
     trace = agent.interact("pick one", store=False, options=["red", "blue"])
     assert memory.exchanges == [] and agent.turn_number == 0
-    assert "(b) blue" in llm.history[-1][-1].content
+    assert "B. blue" in llm.history[-1][-1].content
     assert agent.last_messages[-1].content == render_options("pick one", ["red", "blue"])
-    assert trace.reply.endswith("(b)</final_answer>")
+    assert llm.params[-1]["choices"] == ["A", "B"]
+    assert trace.reply == "B" and trace.choice == 1
+
+
+def test_an_unconstrained_reply_naming_no_option_chooses_nothing():
+    agent = Agent(ListMemory(scope()), FakeLLM(["I would rather not say."]))
+    assert agent.interact("pick one", options=["red", "blue"]).choice is None
+
+
+def test_answer_false_builds_the_prompt_without_a_call_or_a_store():
+    llm = FakeLLM(["never sent"])
+    memory = ListMemory(scope())
+    agent = Agent(memory, llm)
+    trace = agent.interact("what colour?", answer=False)
+    assert llm.history == [] and memory.exchanges == [] and not trace.answered
+    assert trace.prompt_tokens > 0 and trace.messages[-1].content == "what colour?"
+
+
+def test_a_clock_reaches_the_prompt_and_marks_history_where_it_jumps():
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2024, 1, 8, 19, 0, tzinfo=UTC)
+    memory = ListMemory(scope())
+    llm = FakeLLM(["ok"] * 5)
+    agent = Agent(memory, llm)
+    for minutes in (0, 1, 120):
+        agent.interact(f"message at +{minutes}", timestamp=t0 + timedelta(minutes=minutes))
+    agent.interact("which joke?", timestamp=t0 + timedelta(minutes=180))
+    sent = llm.history[-1]
+    assert "It is now Mon 08 Jan 2024 22:00." in sent[0].content
+    users = [m.content for m in sent[1:-1:2]]
+    assert users == ["[Mon 08 Jan 2024 19:00] message at +0", "message at +1",
+                     "[Mon 08 Jan 2024 21:00] message at +120"]
 
 
 def test_failing_llm_is_recorded_not_raised():

@@ -20,7 +20,7 @@ SAMPLE = Path(__file__).parent.parent / "data" / "docqa"
 
 def test_real_model_answers_with_the_balance_page_cited(tmp_path, minilm):
     try:
-        llm = get_llm("local", llm_cache=False, n_ctx=2048)
+        llm = get_llm("local", local_size="0.5b", llm_cache=False, n_ctx=2048)
     except MissingDependencyError as exc:
         require_or_skip(str(exc))
     store = ChromaVectorStore("sample-book", minilm, path=tmp_path / "chroma", namespace="docqa")

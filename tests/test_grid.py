@@ -28,12 +28,36 @@ TINY = grid.GridSpec(name="tiny", conditions=["vanilla", "full_context", "rag"],
 
 def test_quick_spec_covers_all_conditions_on_both_suites():
     cells = grid.QUICK.cells()
-    assert len(cells) == 14
-    assert {(c.condition, c.suite) for c in cells} == {
+    main = [c for c in cells if c.seed in grid.QUICK.seeds and not c.probes_sleep]
+    assert {(c.condition, c.suite) for c in main} == {
         (c, s) for c in CONDITIONS for s in ("ltm", "persona")}
-    assert [c.probes_sleep for c in cells].count(True) == 2  # the sleep cells run Table 2
-    assert grid.FULL.expected_minutes and len(grid.FULL.cells()) > len(cells)
-    assert all(c.llm == "local" and c.embedder == "minilm" for c in cells)
+    # seeds 1 and 2 measure evidence recall only; Table 2 is a cell of its own per suite
+    assert {c.seed for c in cells if c.answered == 0} == {1, 2}
+    assert len(cells) == len(main) * 3 + 2
+    probes = [c for c in cells if c.probes_sleep]
+    assert [c.condition for c in probes] == ["sleep", "sleep"]
+    assert all(c.llm_model == "1.5b" and c.memory_llm_model == "0.5b" for c in cells)
+    assert all(c.needle_replies == ("scripted" if c.suite == "ltm" else "model") for c in cells)
+    assert len(grid.FULL.cells()) > len(cells)
+
+
+def test_plan_counts_paired_questions_and_states_the_detectable_difference():
+    table = grid.plan(grid.STANDARD).set_index("suite")
+    assert (table["answered_per_condition"] >= 100).all()  # the standard grid's promise
+    assert (table["detectable_difference"] <= 0.2).all()
+    quick = grid.plan(grid.QUICK).set_index("suite")
+    assert quick.loc["persona", "answered_per_condition"] == 24  # 24 of seed 0's 45
+    assert quick.loc["persona", "evidence_per_condition"] == 3 * 45
+    text = grid.format_plan(grid.QUICK, grid.plan(grid.QUICK))
+    assert "persona at 4000 tokens: 8 conditions, 24 answered and 135 evidence" in text
+
+
+def test_grid_plan_prints_and_runs_nothing(tmp_path, capsys):
+    from memlab import cli
+
+    assert cli.main(["grid", "--spec", "quick", "--plan", "--results", str(tmp_path)]) == 0
+    assert "detects a paired difference" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_paths_follow_from_parameters(tmp_path):

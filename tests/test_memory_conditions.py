@@ -48,8 +48,8 @@ def test_full_context_keeps_everything_until_the_window_then_records_the_cut(tmp
 def test_full_context_cut_reaches_the_agent_trace_and_the_log_is_one_text_block(tmp_path):
     llm = FakeLLM(["ok"], context_window=150)
     operating = OperatingMemory.from_url(None)
-    memory = make("full_context", tmp_path, llm=llm, config={"reserve_tokens": 50},
-                  operating=operating)
+    memory = make("full_context", tmp_path, llm=llm,
+                  config={"reserve_tokens": 50, "cut_block": 0}, operating=operating)
     agent = Agent(memory, llm)
     for i in range(30):
         agent.observe(*filler(i))
@@ -63,6 +63,22 @@ def test_full_context_cut_reaches_the_agent_trace_and_the_log_is_one_text_block(
     restored = reopened.recall("q")  # from operating memory, in a new instance
     assert len(restored.history) == 31 and restored.truncated_turns == 0
     assert restored.history[-1].user == "what did we talk about?"
+
+
+def test_full_context_cuts_in_blocks_so_the_prompt_prefix_stays_put(tmp_path):
+    llm = FakeLLM(["ok"], context_window=300)  # budget 200 tokens
+    memory = make("full_context", tmp_path, llm=llm, config={"reserve_tokens": 100})
+    for i in range(40):
+        memory.observe(Exchange(user=f"message {i}", assistant="fine", turn_number=i + 1))
+    first = memory.recall("q")
+    assert first.metadata["history_tokens"] <= 100  # cut to half the budget at once
+    for i in range(40, 45):  # a few more turns: still within the budget, nothing more is cut
+        memory.observe(Exchange(user=f"message {i}", assistant="fine", turn_number=i + 1))
+    later = memory.recall("q")
+    assert later.truncated_turns == first.truncated_turns
+    assert [ex.user for ex in later.history[:len(first.history)]] == \
+        [ex.user for ex in first.history]  # the same prefix: the model's KV cache applies
+    assert later.history[-1].user == "message 44"
 
 
 def test_full_context_requires_a_model():

@@ -45,7 +45,7 @@ def local_llm():
     from memlab.llm import get_llm
 
     try:
-        return get_llm("local", llm_cache=False)
+        return get_llm("local", local_size="0.5b", llm_cache=False)
     except MissingDependencyError as exc:
         require_or_skip(str(exc))
 
@@ -67,6 +67,8 @@ def test_thirty_turns_fact_then_question(key, local_llm, minilm, tmp_path):
     traces = [agent.interact(FACT)]
     for turn in range(3, 30):
         agent.observe(*FILLER[turn % len(FILLER)])
+    if memory.uses_evidence:  # the oracle is told the question needs turn 2 (the fact)
+        memory.set_evidence([2])
     traces.append(agent.interact(QUESTION))
     assert agent.turn_number == 30
     for trace in traces:

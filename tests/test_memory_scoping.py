@@ -55,6 +55,6 @@ def test_persona_a_never_recalls_persona_b(tmp_path, key, pair):
         ctx = agent.memory.recall("What is my secret code word?")
         recalled = ctx.render() + "\n".join(ex.render() for ex in ctx.history)
         assert other not in recalled
-        if key != "vanilla":
+        if key not in ("vanilla", "oracle"):  # the oracle recalls only named evidence
             assert secret in prompt  # the condition does remember its own persona
         agent.memory.close()

@@ -149,7 +149,7 @@ def test_sleep_probes_notebook_runs_table2_protocol(tmp_path):
     notebook = execute("sleep_probes", tmp_path, suite="ltm", span=300, llm="fake",
                        embedder="hashing", out_dir=str(tmp_path / "results"),
                        suite_options=TINY_LTM)
-    run = tmp_path / "results" / "ltm-sleep-300-s0"
+    run = tmp_path / "results" / "ltm-sleep-300-s0-probes"
     phases = {json.loads(line)["phase"] for line in (run / "turns.jsonl").read_text().splitlines()}
     assert phases == {"main", "pre_sleep", "post_sleep"}
     assert "episodes_considered" in text_outputs(notebook)

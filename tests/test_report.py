@@ -22,9 +22,10 @@ def results(tmp_path_factory):
 
 def test_runs_frame_reads_complete_runs_only_in_condition_order(results):
     runs = data.runs_frame(results)
-    assert len(runs) == 7 * (2 * 2 + 2)  # 7 conditions x (2 seeds x 2 LTM spans + 2 persona)
+    # every condition x (2 seeds x 2 LTM spans + 2 persona)
+    assert len(runs) == len(CONDITIONS) * (2 * 2 + 2)
     assert "running" not in set(runs["status"])
-    assert list(runs["condition"].cat.categories[:7]) == list(CONDITIONS)
+    assert list(runs["condition"].cat.categories[:len(CONDITIONS)]) == list(CONDITIONS)
     assert set(runs["span"]) == {1000, 2000, 4000}
 
 
@@ -47,7 +48,7 @@ def test_accuracy_of_pass_fail_tests_has_a_wilson_interval(results):
 
 
 def test_scores_by_type_shows_low_high_intervals(results):
-    scores = data.scores_frame(results / "persona-sleep-2000-s0")
+    scores = data.scores_frame(results / "persona-sleep-2000-s0-probes")
     table = summary.scores_by_type(scores).set_index("test_type")
     assert list(table.columns) == ["n", "score (%)", "95% CI"] and table["n"].sum() == 8
     main = scores[scores["phase"] == "main"]
@@ -109,7 +110,7 @@ def test_write_paper_writes_every_figure_and_table(results, tmp_path):
     assert {"overview", "table1", "table2", "costs"} <= set(written["tables"])
     csv, tex, md = written["tables"]["overview"]
     overview = pd.read_csv(csv)
-    assert len(overview) == 14
+    assert len(overview) == 2 * len(CONDITIONS)
     assert list(overview.columns[:8]) == ["suite", "condition", "accuracy (%)", "95% CI", "n",
                                           "tokens", "tokens 95% CI", "answers"]
     assert overview["95% CI"].str.fullmatch(r"\d+\.\d-\d+\.\d").all()
@@ -145,7 +146,7 @@ def test_torn_last_line_is_ignored_but_a_torn_middle_line_is_an_error(tmp_path):
 
 
 def test_lab_views_of_one_run(results):
-    run_dir = results / "persona-sleep-2000-s0"
+    run_dir = results / "persona-sleep-2000-s0-probes"
     assert lab.run_summary(run_dir)["condition"] == "sleep"
     by_type = lab.scores_by_type(run_dir)
     assert by_type["n"].sum() == 8

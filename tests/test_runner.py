@@ -72,8 +72,7 @@ class TinySuite(Suite):
         for event in self.events():
             if event.kind != "question":
                 continue
-            reply = responses[event.index].reply
-            ok = "<final_answer>(a)" in reply
+            ok = responses[event.index].choice == event.answer_index
             out.append(TestScore(test_id=event.test_id, test_type=event.test_type,
                                  score=float(ok), max_score=1.0))
         return out
@@ -106,8 +105,8 @@ def run(suite: TinySuite, condition: str, *, llm, results_dir=None, agent_factor
 def fake_reply(messages) -> str:
     """Deterministic in the prompt; answers option questions with (a)."""
     text = messages[-1].content
-    if "<final_answer>" in text:
-        return "I think it is the first. <final_answer>(a)</final_answer>"
+    if "Answer with the letter" in text:
+        return "A"
     digest = hashlib.sha1("".join(m.content for m in messages).encode()).hexdigest()[:6]
     return f"Noted {digest}."
 
@@ -139,7 +138,8 @@ class ScriptedMemory(MemorySystem):
         return None
 
 
-def scripted_factory(condition, *, llm, embedder, workdir, scope, namespace=None):
+def scripted_factory(condition, *, llm, embedder, workdir, scope, memory_llm=None,
+                     namespace=None):
     return Agent(ScriptedMemory(scope, llm=llm, embedder=embedder, workdir=workdir), llm)
 
 
@@ -159,14 +159,19 @@ def test_run_writes_turns_manifest_scores(tmp_path):
     assert fill["reply"] == "Answer 0." and fill["prompt_tokens"] == 0
     question = next(t for t in turns if t["kind"] == "question")
     assert question["store"] is False and question["options"][0] == "red"
-    assert "<final_answer>" in question["reply"] and question["prompt_tokens"] > 0
+    assert question["reply"] == "A" and question["prompt_tokens"] > 0
+    assert question["option_order"] is not None and question["choice"] == question["option_order"][0]
     for field in ("prompt_tokens_memory", "llm_latency_s", "memory_ids", "cached", "phase"):
         assert field in question
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["counts"]["llm_calls_paid"] == 6
     assert manifest["llm"]["provider"] == "fake" and manifest["suite_params"]["size"] == 3
     scores = read_jsonl(run_dir / "scores.jsonl")
-    assert len(scores) == 3 and all(s["phase"] == "main" and s["score"] == 1 for s in scores)
+    # seed 1: the answer is shown at B, C, D in turn, so a model that always says "A" is
+    # never right (at seed 0 it would be right once: A, B, C)
+    orders = [t["option_order"] for t in turns if t["kind"] == "question"]
+    assert orders == [[1, 0, 2, 3], [1, 2, 0, 3], [1, 2, 3, 0]]
+    assert [s["score"] for s in scores] == [0, 0, 0] and all(s["phase"] == "main" for s in scores)
 
 
 def test_complete_run_is_skipped_and_id_depends_on_parameters(tmp_path):
@@ -263,7 +268,8 @@ class UuidMemory(ScriptedMemory):
         return context
 
 
-def uuid_factory(condition, *, llm, embedder, workdir, scope, namespace=None):
+def uuid_factory(condition, *, llm, embedder, workdir, scope, memory_llm=None,
+                 namespace=None):
     return Agent(UuidMemory(scope, llm=llm, embedder=embedder, workdir=workdir), llm)
 
 
@@ -313,7 +319,8 @@ class SaltedMemory(ScriptedMemory):
         return context
 
 
-def salted_factory(condition, *, llm, embedder, workdir, scope, namespace=None):
+def salted_factory(condition, *, llm, embedder, workdir, scope, memory_llm=None,
+                   namespace=None):
     return Agent(SaltedMemory(scope, llm=llm, embedder=embedder, workdir=workdir), llm)
 
 
@@ -350,7 +357,7 @@ def _child(results_dir: str, hang_at_call: int, hang_in: str, condition: str = "
             time.sleep(600)
         return fake_reply(messages)
 
-    def factory(condition, *, llm, embedder, workdir, scope, namespace=None):
+    def factory(condition, *, llm, embedder, workdir, scope, memory_llm=None, namespace=None):
         make = default_agent_factory if condition == "rag" else scripted_factory
         agent = make(condition, llm=llm, embedder=embedder, workdir=workdir, scope=scope,
                      namespace=namespace)

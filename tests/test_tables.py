@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 import pytest
-from test_runner import TinySuite, fake_reply, run, scripted_factory
+from test_runner import COLOURS, TinySuite, fake_reply, run, scripted_factory
 
 from memlab import stats
 from memlab.bench import tables
@@ -52,12 +52,16 @@ class LtmLike(TinySuite):
 
 
 def picky_reply(messages) -> str:
-    """(a) for the favourite-colour question when red/blue are first, else (d)."""
+    """The letter of "red" when it is an option, else of the option latest in COLOURS (the
+    never-stated distractor of these questions), wherever the rotation shows them."""
     text = messages[-1].content
-    if "<final_answer>" in text:
-        return "<final_answer>(a)</final_answer>" if "(a) red" in text else \
-            "<final_answer>(d)</final_answer>"
-    return fake_reply(messages)
+    if "Answer with the letter" not in text:
+        return fake_reply(messages)
+    shown = dict(line.split(". ", 1)[::-1] for line in text.splitlines()
+                 if len(line) > 3 and line[1:3] == ". ")
+    if "red" in shown:
+        return shown["red"]
+    return shown[max(shown, key=COLOURS.index)]
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +86,7 @@ def test_table1_rows_counts_and_intervals(results):
         ("persona", "vanilla"), ("persona", "sleep"), ("ltm", "vanilla")}
     row = t1[(t1.suite == "persona") & (t1.condition == "vanilla")].iloc[0]
     assert row.runs == 2 and row.long_horizon_qa_n == 6
-    assert row.long_horizon_qa == pytest.approx(2 / 6)  # only the "red" question answered (a)
+    assert row.long_horizon_qa == pytest.approx(2 / 6)  # only the "red" questions are right
     wilson = stats.proportion_ci(2, 6)
     assert (row.long_horizon_qa_ci_low, row.long_horizon_qa_ci_high) == (wilson.low, wilson.high)
     # 0 of 4: Wilson 0-49%, not +-0

@@ -19,6 +19,21 @@ from memlab.registry import Registry
 EventKind = Literal["filler", "needle", "question"]
 
 
+class Evidence(BaseModel):
+    """One piece of evidence a question needs: an earlier event and the answer it carries.
+
+    Attributes:
+        index: the event (its ``SuiteEvent.index``) whose user turn holds the evidence.
+        answer: the answer text this turn carries (a colour, a reason, a date); a memory derived
+            from the turn counts as bringing the evidence only when this text survived into it.
+            None when the turn carries no single answer string (then only the verbatim turn
+            counts).
+    """
+
+    index: int = Field(ge=0)
+    answer: str | None = None
+
+
 class SuiteEvent(BaseModel):
     """One user turn of a suite's conversation.
 
@@ -29,7 +44,7 @@ class SuiteEvent(BaseModel):
         store: whether the exchange is stored as memory (questions: False unless the suite says).
         options: answer options of a multiple-choice question; ``answer_index`` the correct one.
         timestamp: the simulated clock at this turn.
-        tokens: the span position, in the model's tokens, of the start of this turn.
+        evidence: for a question, the earlier turns it needs (empty: the suite names none).
     """
 
     index: int = Field(ge=0)
@@ -43,6 +58,7 @@ class SuiteEvent(BaseModel):
     store: bool = True
     options: list[str] | None = None
     answer_index: int | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -37,6 +37,7 @@ from tqdm.auto import tqdm
 
 from memlab.agent import Agent, TurnTrace
 from memlab.bench.base import Response, Suite, SuiteEvent
+from memlab.bench.questions import SCRIPTED_ACK, QuestionPlan
 from memlab.bench.runlog import (
     CallJournal,
     JsonlWriter,
@@ -67,9 +68,12 @@ class Step:
 
 
 def default_agent_factory(condition: str, *, llm: Any, embedder: Any, workdir: Path,
-                          scope: Scope, namespace: str | None = None) -> Agent:
-    """The condition's memory (``MEMORIES.create``) behind a default Agent."""
-    memory = MEMORIES.create(condition, scope=scope, llm=llm, embedder=embedder,
+                          scope: Scope, memory_llm: Any = None,
+                          namespace: str | None = None) -> Agent:
+    """The condition's memory (``MEMORIES.create``, its own calls on ``memory_llm``, its
+    server-side stores under the run's ``namespace``) behind a default Agent answering with
+    ``llm``."""
+    memory = MEMORIES.create(condition, scope=scope, llm=memory_llm or llm, embedder=embedder,
                              workdir=workdir, namespace=namespace)
     return Agent(memory, llm)
 
@@ -140,17 +144,19 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 
 
 def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
-        results_dir: Path | str | None = None, agent_factory: AgentFactory | None = None,
-        progress: bool = True, fsync: bool = True) -> Path:
+        memory_llm: Any = None, results_dir: Path | str | None = None,
+        agent_factory: AgentFactory | None = None, progress: bool = True,
+        fsync: bool = True) -> Path:
     """Run (or resume, or skip when complete) ``spec`` into ``<results_dir>/<spec.run_id>/``.
 
     Args:
         spec: the run (condition, seed, protocol; its suite fields describe ``suite``).
         suite: the suite ``spec`` names, built (``Suite.build`` / ``memlab.lab.build_suite``).
-        llm: the answering model (also handed to the memory for its own calls).
+        llm: the answering model.
         embedder: the embedder ``spec.embedder`` names.
+        memory_llm: the model of the memory's own calls (default: ``llm``).
         results_dir: parent folder of run folders (default ``Settings.results_dir``).
-        agent_factory: ``(condition, *, llm, embedder, workdir, scope) -> Agent``.
+        agent_factory: ``(condition, *, llm, memory_llm, embedder, workdir, scope) -> Agent``.
 
     Returns:
         The run folder (``manifest.json``, ``turns.jsonl``, ``calls.jsonl``, ``scores.jsonl``).
@@ -159,12 +165,14 @@ def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
         ConfigError: the folder holds a run of another spec, model or embedder.
     """
     run_dir = spec.run_dir(results_dir or get_settings().results_dir)
-    check_same_run(run_dir, run_identity(spec, suite, llm, embedder))
+    memory_llm = memory_llm or llm
+    check_same_run(run_dir, run_identity(spec, suite, llm, embedder, memory_llm))
     if is_complete(run_dir):
         return run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    session = _RunSession(spec, suite, run_dir, llm=llm, embedder=embedder,
-                          factory=agent_factory or default_agent_factory, fsync=fsync)
+    session = _RunSession(spec, suite, run_dir, llm=llm, memory_llm=memory_llm,
+                          embedder=embedder, factory=agent_factory or default_agent_factory,
+                          fsync=fsync)
     manifest = session.start_manifest()
     try:
         session.execute(plan_steps(suite.events(), probes_sleep=spec.probes_sleep), progress)
@@ -176,20 +184,24 @@ def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
     return run_dir
 
 
-def run_identity(spec: RunSpec, suite: Suite, llm: Any, embedder: Any) -> dict[str, Any]:
+def run_identity(spec: RunSpec, suite: Suite, llm: Any, embedder: Any,
+                 memory_llm: Any = None) -> dict[str, Any]:
     """Everything that can change a run's results, as its manifest records it."""
+    memory_llm = memory_llm or llm
     return {"spec": spec.identity(), "suite_params": suite.describe(),
-            "llm": {"provider": llm.provider, "model": llm.model},
+            "llm": {"provider": llm.provider, "model": llm.model,
+                    "context_window": llm.context_window},
+            "memory_llm": {"provider": memory_llm.provider, "model": memory_llm.model},
             "embedder": getattr(embedder, "name", None)}
 
 
 class _RunSession:
     """The mutable state of one run process (agent, journals, counters)."""
 
-    def __init__(self, spec: RunSpec, suite: Suite, run_dir: Path, *, llm: Any, embedder: Any,
-                 factory: AgentFactory, fsync: bool):
+    def __init__(self, spec: RunSpec, suite: Suite, run_dir: Path, *, llm: Any,
+                 memory_llm: Any, embedder: Any, factory: AgentFactory, fsync: bool):
         self.spec, self.suite, self.condition, self.run_dir = spec, suite, spec.condition, run_dir
-        self.llm, self.embedder, self.seed = llm, embedder, spec.seed
+        self.llm, self.memory_llm, self.embedder, self.seed = llm, memory_llm, embedder, spec.seed
         self.logprob = spec.option_scoring == "logprob" and llm.supports_logprobs
         self.recorded = read_jsonl(run_dir / "turns.jsonl", repair=True)
         self.namespace = run_namespace(run_dir)
@@ -202,16 +214,20 @@ class _RunSession:
         self._stack.callback(seed_ids, None)
         self.journal = CallJournal(run_dir / "calls.jsonl", inner=llm.cache, fsync=fsync)
         self._stack.callback(self.journal.close)
-        self._stack.enter_context(llm.using_cache(self.journal))
+        for client in {id(llm): llm, id(memory_llm): memory_llm}.values():
+            self._stack.enter_context(client.using_cache(self.journal))
         params = suite.describe()
         user = str(params.get("user_id") or params.get("persona_id") or suite.name)
         try:
-            self.agent = factory(spec.condition, llm=llm, embedder=embedder, workdir=store,
+            self.agent = factory(spec.condition, llm=llm, memory_llm=memory_llm,
+                                 embedder=embedder, workdir=store,
                                  scope=Scope(user_id=user, agent_id=spec.condition),
                                  namespace=self.namespace)
         except BaseException:
             self._stack.close()
             raise
+        self.agent.auto_sleep = not spec.probes_sleep
+        self.questions = QuestionPlan(suite.events(), spec, run_dir)
         self.turn_events: dict[int, int] = {}  # agent turn_number -> event index
         self.writer = JsonlWriter(run_dir / "turns.jsonl", fsync=fsync)
         self.diverged: list[int] = []
@@ -220,8 +236,7 @@ class _RunSession:
     # ------------------------------------------------------------------ manifest
     def start_manifest(self) -> dict[str, Any]:
         old = read_manifest(self.run_dir)
-        identity = run_identity(self.spec, self.suite, self.llm, self.embedder)
-        identity["llm"]["context_window"] = self.llm.context_window
+        identity = run_identity(self.spec, self.suite, self.llm, self.embedder, self.memory_llm)
         manifest = {
             "run_id": self.spec.run_id, "condition": self.spec.condition,
             "suite": self.spec.suite, "span": self.spec.span, "seed": self.spec.seed,
@@ -280,17 +295,20 @@ class _RunSession:
         record = {"index": event.index, "phase": step.phase, "kind": event.kind,
                   "test_id": event.test_id, "test_type": event.test_type,
                   "session_id": event.session_id, "text": event.text}
-        if event.kind == "filler":
+        if event.kind == "filler" or (event.kind == "needle"
+                                      and not self.questions.answered(event)):
             start = time.perf_counter()
-            stats = self.agent.observe(event.text, event.reply or "", timestamp=event.timestamp,
+            reply = event.reply if event.kind == "filler" else SCRIPTED_ACK
+            stats = self.agent.observe(event.text, reply or "", timestamp=event.timestamp,
                                        session_id=event.session_id)
             elapsed = time.perf_counter() - start
             self.turn_events[self.agent.turn_number] = event.index
             cycle = stats.model_dump(mode="json") if stats else None
             # memory_latency_s: storing the exchange (a cycle's own time is in cycle_stats)
-            trace = TurnTrace(reply=event.reply or "", slept=stats is not None, cycle_stats=cycle,
-                              memory_latency_s=max(0.0, elapsed - cycle_seconds(cycle)))
-            record.update(reply=trace.reply, store=True, choice=None, **_trace_fields(trace),
+            trace = TurnTrace(reply=reply or "", slept=stats is not None, cycle_stats=cycle,
+                              memory_latency_s=max(0.0, elapsed - cycle_seconds(cycle)),
+                              answered=event.kind == "filler")
+            record.update(reply=trace.reply, store=True, **_trace_fields(trace),
                           turn_number=self.agent.turn_number, memory_events=[],
                           memory_schemas=[])
         else:
@@ -300,21 +318,30 @@ class _RunSession:
         return json.loads(_dumps(record))  # exactly what turns.jsonl holds
 
     def _interact(self, event: SuiteEvent, *, store: bool) -> dict[str, Any]:
-        trace = self.agent.interact(event.text, store=store, timestamp=event.timestamp,
-                                    session_id=event.session_id, options=event.options)
-        choice = None
-        if self.logprob and event.options and trace.error is None:
-            scores = self.llm.score_options(self.agent.last_messages, event.options)
-            choice = int(np.argmax(scores))
-        turn_number = self.agent.turn_number if store else None
-        if store:
-            self.turn_events[self.agent.turn_number] = event.index
+        plan = self.questions
+        answer = plan.answered(event)
+        order = plan.orders.get(event.index)
+        shown = [event.options[i] for i in order] if order and event.options else event.options
+        if self.agent.memory.uses_evidence:
+            self.agent.memory.set_evidence(plan.evidence_turns(event, self.turn_events))
+        trace = self.agent.interact(event.text, store=store and answer,
+                                    timestamp=event.timestamp, session_id=event.session_id,
+                                    options=shown, answer=answer)
+        choice = plan.original(order, trace.choice)
+        if self.logprob and shown and answer and trace.error is None:
+            scores = self.llm.score_options(self.agent.last_messages, shown)
+            choice = plan.original(order, int(np.argmax(scores)))
+        turn_number = self.agent.turn_number if store and answer else None
+        if turn_number is not None:
+            self.turn_events[turn_number] = event.index
         context = trace.context or MemoryContext()
-        return {"reply": trace.reply, "store": store, "choice": choice, **_trace_fields(trace),
-                "turn_number": turn_number,
+        return {"reply": trace.reply, "store": turn_number is not None, **_trace_fields(trace),
+                "choice": choice, "option_order": order, "turn_number": turn_number,
                 "memory_events": sorted({self.turn_events[t] for t in context_turns(context)
                                          if t in self.turn_events}),
-                "memory_schemas": [i.text for i in context.items if i.kind == "schema"]}
+                "memory_schemas": [i.text for i in context.items if i.kind == "schema"],
+                **plan.audit(event, trace, self.turn_events,
+                             provenance=self.agent.memory.keeps_provenance)}
 
     # ------------------------------------------------------------------ scores
     def score(self) -> list[dict[str, Any]]:
@@ -326,13 +353,31 @@ class _RunSession:
             probes = {t["index"]: _response(t) for t in turns if t["phase"] == phase}
             if not probes:
                 continue
+            audit = question_audit([t for t in turns if t["phase"] == phase])
             for score in self.suite.score({**main, **probes}):
-                lines.append({**score.model_dump(mode="json"), "phase": phase})
+                lines.append({**score.model_dump(mode="json"), "phase": phase,
+                              **audit.get(score.test_id, {"answered": True,
+                                                          "evidence_recall": None})})
         path = self.run_dir / "scores.jsonl"
         tmp = path.with_suffix(".tmp")
         tmp.write_text("".join(_dumps(line) + "\n" for line in lines), encoding="utf-8")
         tmp.replace(path)
         return lines
+
+
+def question_audit(turns: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per test id, from its question turns: ``answered`` (all of them went to the model) and
+    ``evidence_recall`` (their mean; None when the suite names no evidence)."""
+    by_test: dict[str, list[dict[str, Any]]] = {}
+    for turn in turns:
+        if turn.get("kind") == "question":
+            by_test.setdefault(turn.get("test_id") or str(turn["index"]), []).append(turn)
+    audit = {}
+    for test_id, own in by_test.items():
+        recalls = [t["evidence_recall"] for t in own if t.get("evidence_recall") is not None]
+        audit[test_id] = {"answered": all(t.get("answered", True) for t in own),
+                          "evidence_recall": sum(recalls) / len(recalls) if recalls else None}
+    return audit
 
 
 def _fresh_store(root: Path, namespace: str) -> Path:
@@ -353,19 +398,11 @@ def _fresh_store(root: Path, namespace: str) -> Path:
 
 
 def context_turns(context: MemoryContext) -> set[int]:
-    """Agent turn numbers whose content reached the prompt through ``context``.
-
-    Read from history exchanges (``turn_number``) and from each item's metadata: ``turn_number``
-    (int) or ``turn_numbers`` / ``source_turns`` (lists), the keys memory conditions set on items
-    derived from stored turns (rag documents, episodes, consolidated memories, schemas).
-    """
+    """Agent turn numbers whose content reached the prompt through ``context``: its history
+    exchanges and every item's provenance (``MemoryItem.source_turns``)."""
     turns = {ex.turn_number for ex in context.history}
     for item in context.items:
-        meta = item.metadata
-        if isinstance(meta.get("turn_number"), int):
-            turns.add(meta["turn_number"])
-        for key in ("turn_numbers", "source_turns"):
-            turns.update(t for t in meta.get(key) or [] if isinstance(t, int))
+        turns.update(item.source_turns)
     return turns
 
 

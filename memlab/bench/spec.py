@@ -30,6 +30,7 @@ from memlab.memory.base import MEMORIES
 # The longest span a suite is built at: beyond it generation runs for minutes while memory grows
 # (and no packaged model has a longer window than Qwen2.5's 128k).
 MAX_SPAN = 131_072
+MIN_WINDOW, MAX_WINDOW = 4096, 32_768  # Qwen2.5's trained window is 32k
 # The fields a user picks by name, and the registry each name must be in.
 REGISTRIES = {"suite": SUITES, "condition": MEMORIES, "llm": LLMS, "embedder": EMBEDDERS}
 
@@ -43,7 +44,23 @@ class RunSpec(BaseModel):
         llm_model: the answering model within ``llm``: for ``local`` a packaged tier ("0.5b",
             "1.5b", "135m") or a GGUF path; for remote providers the provider's model name;
             None takes the configured default (``MEMLAB_LOCAL_SIZE`` / ``MEMLAB_LLM_MODEL``).
-        probes_sleep: run Table 2's pre/post sleep protocol after the conversation.
+        memory_llm, memory_llm_model: the model of the memory's own calls (extraction,
+            compression, schema induction); None: ``MEMLAB_MEMORY_LLM`` /
+            ``MEMLAB_MEMORY_LLM_MODEL``, else the answering provider, and for ``local`` the
+            0.5B tier (``local``) or the answering model (remote providers).
+        n_ctx: the answering model's window; None: sized to the span (``window_for_span``),
+            so full_context holds the whole conversation wherever a 32k window can.
+        answered: answer the questions of a seeded sample of this many tests (the same sample
+            in every condition); the others are recalled for evidence recall but not sent to
+            the model. None: answer every question; 0: an evidence-only run.
+        needle_replies: "scripted" stores every needle (a statement the user makes for a
+            later question) with a fixed acknowledgement instead of the model's reply: only
+            questions are answered, which makes a run several times cheaper and keeps the
+            model's replies out of memory. A test that scores replies to later needles
+            (prospective_memory) cannot be passed then.
+        probes_sleep: Table 2's protocol: no auto-sleep during the conversation; after it the
+            questions are asked (pre), one sleep cycle runs over everything, and they are asked
+            again (post). A run of its own (its run id ends in ``-probes``).
         option_scoring: "logprob" also picks each multiple-choice option by log-probability.
     """
 
@@ -56,20 +73,34 @@ class RunSpec(BaseModel):
     suite_options: dict[str, Any] = Field(default_factory=dict)
     llm: str = "local"
     llm_model: str | None = None
+    memory_llm: str | None = None
+    memory_llm_model: str | None = None
+    n_ctx: int | None = Field(None, ge=512, le=MAX_WINDOW)
     embedder: str = "minilm"
+    answered: int | None = Field(None, ge=0)
+    needle_replies: Literal["model", "scripted"] = "model"
     probes_sleep: bool = False
     option_scoring: Literal["generate", "logprob"] = "generate"
 
-    @field_validator("suite", "condition", "llm", "embedder")
+    @field_validator("suite", "condition", "llm", "embedder", "memory_llm")
     @classmethod
-    def _registered(cls, value: str, info: ValidationInfo) -> str:
-        return REGISTRIES[info.field_name].check(value)
+    def _registered(cls, value: str | None, info: ValidationInfo) -> str | None:
+        registry = REGISTRIES["llm" if info.field_name == "memory_llm" else info.field_name]
+        return None if value is None else registry.check(value)
 
     @property
     def run_id(self) -> str:
-        """``<suite>-<condition>-<span>-s<seed>``: the run's folder name."""
+        """``<suite>-<condition>-<span>-s<seed>`` (``-probes`` for Table 2's protocol): the
+        run's folder name."""
         raw = f"{self.suite}-{self.condition}-{self.span}-s{self.seed}"
+        if self.probes_sleep:
+            raw += "-probes"
         return re.sub(r"[^A-Za-z0-9._-]+", "_", raw)
+
+    @property
+    def window(self) -> int:
+        """The answering model's context window for this run."""
+        return self.n_ctx or window_for_span(self.span)
 
     def run_dir(self, results_dir: str | Path) -> Path:
         return Path(results_dir) / self.run_id
@@ -85,3 +116,12 @@ class RunSpec(BaseModel):
             return cls.model_validate(values)
         except ValidationError as exc:
             raise ConfigError(f"{source}: {fields_message(exc.errors(), whole='spec')}") from exc
+
+
+def window_for_span(span: int) -> int:
+    """A window for a conversation of ``span`` tokens: the span plus a quarter (at least 2,048
+    tokens) for system prompt, memory, question and reply, in steps of 1,024, within
+    [4,096, 32,768]. Beyond a 26k span full_context cuts the oldest turns (recorded per answer).
+    """
+    need = span + max(span // 4, 2048)
+    return min(MAX_WINDOW, max(MIN_WINDOW, -(-need // 1024) * 1024))

@@ -28,8 +28,15 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="answering model provider (default: MEMLAB_LLM or local; "
                              "memlab llms lists them)")
     parser.add_argument("--llm-model", default=None,
-                        help="model within the provider: a local tier (0.5b, 1.5b, 135m) or a "
-                             "GGUF path, or the remote provider's model name")
+                        help="answering model within the provider: a local tier (0.5b, 1.5b, "
+                             "135m; default MEMLAB_LOCAL_SIZE or 1.5b) or a GGUF path, or the "
+                             "remote provider's model name")
+    parser.add_argument("--memory-llm", choices=LLMS.names(), default=None,
+                        help="provider of the memory's own calls (extraction, compression, "
+                             "schemas; default: MEMLAB_MEMORY_LLM or the answering provider)")
+    parser.add_argument("--memory-llm-model", default=None,
+                        help="model of the memory's own calls (default: MEMLAB_MEMORY_LLM_MODEL,"
+                             " else the 0.5b tier when local)")
     parser.add_argument("--embedder", choices=EMBEDDERS.names(), default=None,
                         help="embedder (default: MEMLAB_EMBEDDER or minilm)")
 

@@ -66,8 +66,16 @@ def register(commands) -> dict:
     run.add_argument("--seed", type=non_negative_int, default=0,
                      help="suite and run seed (default 0)")
     run.add_argument("--out", default="results/manual", help="results folder (results/manual)")
+    run.add_argument("--answered", type=non_negative_int, default=None,
+                     help="answer the questions of a seeded sample of this many tests; the "
+                          "others are measured for evidence recall only (default: all; 0: "
+                          "evidence recall only, no answering calls)")
+    run.add_argument("--scripted-needles", action="store_true",
+                     help="store needles with a fixed acknowledgement instead of the model's "
+                          "reply (only questions are answered)")
     run.add_argument("--probes-sleep", action="store_true",
-                     help="also run Table 2's pre/post sleep protocol after the conversation")
+                     help="Table 2's protocol: no auto-sleep; the questions before and after "
+                          "one forced sleep cycle")
     add_model_options(run)
 
     grid = commands.add_parser(
@@ -79,7 +87,11 @@ def register(commands) -> dict:
                "--scheduler tcp://127.0.0.1:8786\n  memlab grid --conditions rag,sleep "
                "--suites persona --seeds 0,1,2")
     grid.add_argument("--spec", default="quick",
-                      help="quick, full, or a YAML file with GridSpec fields (default quick)")
+                      help="quick, standard, full, or a YAML file with GridSpec fields "
+                           "(default quick)")
+    grid.add_argument("--plan", action="store_true",
+                      help="print the cells, the questions per condition and the smallest "
+                           "paired difference the grid detects, and run nothing")
     grid.add_argument("--conditions", help="comma-separated subset of the spec's conditions")
     grid.add_argument("--suites", help=f"comma-separated subset of: {names(SUITES)}")
     grid.add_argument("--seeds", help="comma-separated seeds replacing the spec's")
@@ -89,13 +101,16 @@ def register(commands) -> dict:
 
     paper = commands.add_parser(
         "paper", help="run the grid, then write every figure and table", formatter_class=raw,
-        description="Run the quick grid (7 conditions x 2 suites at a small size, ~20 min on 2 "
-                    "cores with the local model; cached reruns take seconds), then execute "
-                    "the shipped paper.ipynb: figures (PNG + PDF) into --figures and tables (CSV, "
-                    "LaTeX, markdown) into --figures/tables. --full runs the paper grid "
-                    "(3 LTM spans, 2 persona lengths, 3 seeds; about two days on 2 cores).",
-        epilog="example: memlab paper --figures figures")
-    paper.add_argument("--full", action="store_true", help="the larger grid (see above)")
+        description="Run a grid (default quick: every condition on both suites, 24 answered "
+                    "tests per suite by the 1.5B model, evidence recall on 3 seeds; cached "
+                    "reruns take seconds), then execute the shipped paper.ipynb: figures (PNG + "
+                    "PDF) into --figures and tables (CSV, LaTeX, markdown) into "
+                    "--figures/tables. `memlab grid --spec NAME --plan` says what a grid "
+                    "measures and with what power before you run it.",
+        epilog="examples:\n  memlab paper --figures figures\n  memlab paper --spec standard")
+    paper.add_argument("--spec", default="quick",
+                       help="quick, standard, full, or a YAML file (default quick)")
+    paper.add_argument("--full", action="store_true", help="same as --spec full")
     paper.add_argument("--results", default=None, help="results folder (default results/<spec>)")
     paper.add_argument("--figures", default="figures", help="figures folder (default figures)")
     add_model_options(paper)
@@ -117,12 +132,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from memlab import lab
 
     run_dir = lab.run_condition(
-        args.condition, args.suite, args.span, args.seed, llm=args.llm,
-        llm_model=args.llm_model, embedder=args.embedder, out_dir=args.out,
-        probes_sleep=args.probes_sleep)
+        args.condition, args.suite, args.span, args.seed, out_dir=args.out, llm=args.llm,
+        llm_model=args.llm_model, memory_llm=args.memory_llm,
+        memory_llm_model=args.memory_llm_model, embedder=args.embedder,
+        answered=args.answered, probes_sleep=args.probes_sleep,
+        needle_replies="scripted" if args.scripted_needles else "model")
     print(lab.run_summary(run_dir).to_string())
     print(f"\nrun folder: {run_dir}")
     return 0
+
+
+MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model", "embedder")
 
 
 def _grid_cells(args: argparse.Namespace, spec_name: str):
@@ -134,15 +154,14 @@ def _grid_cells(args: argparse.Namespace, spec_name: str):
               "seeds": split(getattr(args, "seeds", None), int)}
     spec = grid.validate_spec(spec.model_dump() | {k: v for k, v in update.items() if v},
                               spec.name)
-    cells = spec.cells(llm=chosen(args.llm, "llm"),
-                       llm_model=chosen(args.llm_model, "llm_model"),
-                       embedder=chosen(args.embedder, "embedder"))
+    cells = spec.cells(**{f: chosen(getattr(args, f), f) for f in MODEL_FIELDS})
     return spec, cells
 
 
-def _run_cells(args: argparse.Namespace, cells, results: Path) -> int:
+def _run_cells(args: argparse.Namespace, spec, cells, results: Path) -> int:
     from memlab import grid
 
+    print(grid.format_plan(spec, grid.plan(spec, cells)))
     outcome = grid.run_grid(cells, results, workers=args.workers, scheduler=args.scheduler,
                             retries=args.retries)
     counts = {s: sum(r.status == s for r in outcome) for s in ("complete", "skipped", "failed")}
@@ -155,8 +174,13 @@ def _run_cells(args: argparse.Namespace, cells, results: Path) -> int:
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
+    from memlab import grid
+
     spec, cells = _grid_cells(args, args.spec)
-    return _run_cells(args, cells, Path(args.results or f"results/{spec.name}"))
+    if args.plan:
+        print(grid.format_plan(spec, grid.plan(spec, cells)))
+        return 0
+    return _run_cells(args, spec, cells, Path(args.results or f"results/{spec.name}"))
 
 
 def cmd_paper(args: argparse.Namespace) -> int:
@@ -166,9 +190,9 @@ def cmd_paper(args: argparse.Namespace) -> int:
     from memlab import grid
     from memlab.notebooks import notebook_path
 
-    spec, cells = _grid_cells(args, "full" if args.full else "quick")
+    spec, cells = _grid_cells(args, "full" if args.full else args.spec)
     results = Path(args.results or f"results/{spec.name}")
-    status = _run_cells(args, cells, results)
+    status = _run_cells(args, spec, cells, results)
     output = results / "notebooks" / "paper.ipynb"
     output.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -56,13 +56,30 @@ class Exchange(BaseModel):
 
 
 class MemoryItem(BaseModel):
-    """One memory put into the prompt, traceable to its store."""
+    """One memory put into the prompt, traceable to its store.
+
+    Attributes:
+        timestamp: when what it records happened (a stored turn's time), shown in the prompt
+            when the conversation has a clock; None for abstractions (summaries, schemas).
+    """
 
     id: str
     kind: str = Field(description="turn, episode, consolidated, schema, fact, scratchpad, summary")
     text: str
     score: float | None = None
+    timestamp: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def source_turns(self) -> list[int]:
+        """Turn numbers of the stored exchanges this item was taken or derived from (its
+        provenance): ``turn_number`` (int) or ``turn_numbers`` / ``source_turns`` (lists) in
+        ``metadata``, the keys conditions set."""
+        meta = self.metadata
+        turns = [meta["turn_number"]] if isinstance(meta.get("turn_number"), int) else []
+        for key in ("turn_numbers", "source_turns"):
+            turns += [t for t in meta.get(key) or [] if isinstance(t, int)]
+        return turns
 
 
 class MemoryContext(BaseModel):
@@ -85,9 +102,25 @@ class MemoryContext(BaseModel):
             str(ex.metadata.get("id", f"turn:{ex.turn_number}")) for ex in self.history
         ]
 
-    def render(self) -> str:
-        """The memory block of the system prompt ("" when there is nothing to show)."""
-        return "\n".join(f"- [{item.kind}] {item.text}" for item in self.items)
+    def render(self, show_time: bool = False) -> str:
+        """The memory block of the system prompt ("" when there is nothing to show).
+
+        Args:
+            show_time: label each item that has one with its time (``[turn, Mon 08 Jan 2024
+                19:00]``), so time-aware questions can be answered.
+        """
+        lines = []
+        for item in self.items:
+            label = item.kind
+            if show_time and item.timestamp is not None:
+                label += f", {format_time(item.timestamp)}"
+            lines.append(f"- [{label}] {item.text}")
+        return "\n".join(lines)
+
+
+def format_time(moment: datetime) -> str:
+    """A timestamp as prompts show it: ``Mon 08 Jan 2024 19:00``."""
+    return moment.strftime("%a %d %b %Y %H:%M")
 
 
 class NoConfig(BaseModel):
@@ -111,6 +144,11 @@ class MemorySystem(ABC):
 
     key: ClassVar[str] = "base"
     Config: ClassVar[type[BaseModel]] = NoConfig
+    # Whether prompt items record the turns they come from (``MemoryItem.source_turns``); a
+    # memory without provenance is judged by the answer text alone in evidence recall.
+    keeps_provenance: ClassVar[bool] = True
+    # Whether the memory is told each question's evidence before recall (the oracle arm only).
+    uses_evidence: ClassVar[bool] = False
 
     def __init__(self, scope: Scope, *, llm: LLMClient | None = None,
                  embedder: Embedder | None = None, workdir: Path | None = None,
@@ -136,6 +174,9 @@ class MemorySystem(ABC):
         """Auto-sleep check after an exchange is stored."""
         return False
 
+    def set_evidence(self, turns: list[int]) -> None:  # noqa: B027 - optional hook
+        """The turn numbers the next question needs (called only when ``uses_evidence``)."""
+
     def sleep(self) -> CycleStats | None:
         """Run a consolidation cycle; conditions without one return None."""
         return None
@@ -154,6 +195,8 @@ def default_namespace(workdir: Path | None) -> str:
 MEMORIES: Registry[MemorySystem] = Registry("memory condition")
 MEMORIES.register("vanilla", "memlab.memory.vanilla:VanillaMemory",
                   "no memory: system prompt + the current message")
+MEMORIES.register("oracle", "memlab.memory.oracle:OracleMemory",
+                  "upper bound: only the question's evidence turns, verbatim (suites name it)")
 MEMORIES.register("full_context", "memlab.memory.full_context:FullContextMemory",
                   "the whole conversation in the prompt, oldest turns cut to fit the window")
 MEMORIES.register("rag", "memlab.memory.rag:RagMemory",

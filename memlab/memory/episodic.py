@@ -117,6 +117,7 @@ class EpisodicMemory(MemorySystem):
                 if ep.id in seen or sim < self.config.min_similarity or not self.keep_episode(ep):
                     continue
                 items.append(MemoryItem(id=ep.id, kind="episode", text=ep.content, score=sim,
+                                        timestamp=ep.timestamp,
                                         metadata={"turn_number": ep.context.get("turn_number")}))
         items = items[: self.config.relevant_episodes]
         if self.config.count_recall_access and items:

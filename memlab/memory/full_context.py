@@ -26,6 +26,12 @@ class FullContextConfig(BaseModel):
         "message and reply; history gets context_window - reserve_tokens")
     turn_overhead_tokens: int = Field(
         8, ge=0, description="chat-format tokens per exchange (two messages), as the Agent counts")
+    cut_block: float = Field(
+        0.5, ge=0, lt=1, description="share of the history budget freed at once when the "
+        "history passes it (0: cut one turn at a time). Cutting in blocks keeps the prompt's "
+        "prefix the same from one answer to the next, so the model reuses its evaluated prefix "
+        "(KV cache) instead of re-reading the whole history for every answer; the history "
+        "then holds between (1 - cut_block) and all of the budget")
     redis_url: str | None = Field(None, description="operating memory server (else MEMLAB_REDIS_URL)")
 
 
@@ -53,6 +59,7 @@ class FullContextMemory(MemorySystem):
         self.operating = operating or open_operating_memory(self.config.redis_url,
                                                             namespace=self.namespace)
         self._turns: list[tuple[Exchange, int]] = []
+        self._start, self._kept_tokens = 0, 0  # first turn in the prompt; tokens from it on
         log = self.operating.get_history(self.conversation_id)
         for number, (user, assistant) in enumerate(parse_history(log.raw_text), start=1):
             self._remember(Exchange(user=user, assistant=assistant, turn_number=number))
@@ -66,21 +73,26 @@ class FullContextMemory(MemorySystem):
         tokens = (self.llm.count_tokens(exchange.user) + self.llm.count_tokens(exchange.assistant)
                   + self.config.turn_overhead_tokens)
         self._turns.append((exchange, tokens))
+        self._kept_tokens += tokens
 
     def observe(self, exchange: Exchange) -> None:
         self.operating.append_turn(self.conversation_id, exchange.user, exchange.assistant)
         self._remember(exchange)
 
     def recall(self, query: str) -> MemoryContext:
-        used, kept = 0, 0
-        for _, tokens in reversed(self._turns):
-            if used + tokens > self.budget:
-                break
-            used, kept = used + tokens, kept + 1
-        history = [ex for ex, _ in self._turns[len(self._turns) - kept:]] if kept else []
-        return MemoryContext(history=history, truncated_turns=len(self._turns) - kept,
-                             metadata={"uncapped_history": True, "history_tokens": used,
+        if self._kept_tokens > self.budget:
+            self._cut(self.budget * (1 - self.config.cut_block))
+        history = [ex for ex, _ in self._turns[self._start:]]
+        return MemoryContext(history=history, truncated_turns=self._start,
+                             metadata={"uncapped_history": True,
+                                       "history_tokens": self._kept_tokens,
                                        "budget_tokens": self.budget})
+
+    def _cut(self, target: float) -> None:
+        """Drop the oldest turns still in the prompt until the rest fits ``target`` tokens."""
+        while self._start < len(self._turns) and self._kept_tokens > target:
+            self._kept_tokens -= self._turns[self._start][1]
+            self._start += 1
 
     def close(self) -> None:
         if self._owns_operating:

@@ -126,7 +126,8 @@ class HybridMemory(MemorySystem):
         for fact, similarity in self.facts.relevant(query, self.config.top_k_facts):
             turns = [fact.turn_number] if fact.source != "workspace" else []
             items.append(MemoryItem(id=fact.id, kind=fact.kind, text=fact.content,
-                                    score=similarity, metadata={"subject": fact.subject,
+                                    score=similarity, timestamp=fact.timestamp,
+                                    metadata={"subject": fact.subject,
                                                                 "turn_numbers": turns}))
         history = [Exchange.model_validate(t) for t in pad.get("recent_turns", [])]
         return MemoryContext(items=items, history=history)

@@ -71,11 +71,12 @@ class RagMemory(MemorySystem):
     def _search(self, query: str, k: int) -> list[MemoryItem]:
         query_vector = self.embedder.embed_one(query)
         items = [MemoryItem(id=h.id, kind="turn", text=h.text, score=h.similarity or 0.0,
-                            metadata=h.metadata) for h in self.vectors.query(query, k=k)]
+                            timestamp=h.metadata.get("timestamp"), metadata=h.metadata)
+                 for h in self.vectors.query(query, k=k)]
         for doc, vector in self.pending:
             similarity = float(np.clip(vector @ query_vector, 0.0, 1.0))
             items.append(MemoryItem(id=doc.id, kind="turn", text=doc.content, score=similarity,
-                                    metadata=_metadata(doc)))
+                                    timestamp=doc.timestamp, metadata=_metadata(doc)))
         return sorted(items, key=lambda item: -item.score)
 
     def recall(self, query: str) -> MemoryContext:

@@ -25,8 +25,8 @@ from memlab.errors import ConfigError  # noqa: E402
 from memlab.memory.base import CONDITIONS  # noqa: E402
 from memlab.report import data, summary  # noqa: E402
 
-MARKERS = ("o", "s", "D", "^", "v", "P", "X")
-LABELS = {"vanilla": "Vanilla", "full_context": "Full context", "rag": "RAG",
+MARKERS = ("o", "*", "s", "D", "^", "v", "P", "X")
+LABELS = {"vanilla": "Vanilla", "oracle": "Oracle (evidence only)", "full_context": "Full context", "rag": "RAG",
           "episodic": "Episodic", "episodic_summary": "Episodic + summary",
           "sleep": "Sleep", "hybrid": "Hybrid"}
 SUITE_LABELS = {"ltm": "LTM suite", "persona": "Persona suite"}
@@ -73,7 +73,7 @@ def _suite_axes(suites: list[str], height: float = 4.2,
 
 
 def _legend(fig: plt.Figure, conditions) -> None:
-    handles = [plt.Line2D([], [], color=colours().get(c, "grey"), marker=MARKERS[i % 7],
+    handles = [plt.Line2D([], [], color=colours().get(c, "grey"), marker=MARKERS[i % len(MARKERS)],
                           linestyle="", markersize=8, label=label(c))
                for i, c in enumerate(CONDITIONS) if c in set(map(str, conditions))]
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 4),
@@ -120,7 +120,7 @@ def plot_ltm_vs_span(frame: pd.DataFrame) -> plt.Figure:
         ax.errorbar(rows["span"] * dodge, rows["score"], yerr=_bars(rows, "score"),
                     label=label(condition),
                     color=palette.get(condition, "grey"), marker=MARKERS[
-                        list(CONDITIONS).index(condition) if condition in CONDITIONS else i % 7],
+                        list(CONDITIONS).index(condition) if condition in CONDITIONS else i % len(MARKERS)],
                     capsize=3, linewidth=1.8, markersize=7)
     spans = sorted(frame["span"].dropna().unique())
     if len(spans) > 1 and spans[-1] / max(spans[0], 1) >= 4:

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.bench.base import Response, Suite, SuiteEvent, TestScore
+from memlab.bench.base import Evidence, Response, Suite, SuiteEvent, TestScore
 from memlab.bench.goodai import (
     LoadedTest,
     TestDefinition,
@@ -143,11 +143,18 @@ class LTMSuite(Suite):
 
     def events(self) -> list[SuiteEvent]:
         if self._events is None:
-            self._events = [
+            events = [
                 SuiteEvent(index=i, kind=t.kind, text=t.text, reply=t.reply, test_id=t.test_id,
                            test_type=t.test_type, session_id="ltm", timestamp=t.timestamp,
                            store=True, metadata={"tokens": t.tokens, **t.metadata})
                 for i, t in enumerate(self.schedule().turns)]
+            expected = {self.test_id(t): t.definition.expected_responses for t in self.tests}
+            for event in events:
+                if event.kind == "question":
+                    needles = [e for e in events[:event.index]
+                               if e.kind == "needle" and e.test_id == event.test_id]
+                    event.evidence = needle_evidence(needles, expected.get(event.test_id, []))
+            self._events = events
         return self._events
 
     def spans(self) -> dict[str, dict[str, Any]]:
@@ -222,6 +229,33 @@ class LTMSuite(Suite):
             paths.append(write_result(result_path(results_dir, agent, test.test_type,
                                                   test.example_id, rep), result))
         return paths
+
+
+def answer_strings(expected: Any) -> list[str]:
+    """Every string of at least 3 characters inside ``expected_responses`` (nested lists too)."""
+    if isinstance(expected, str):
+        return [expected.strip()] if len(expected.strip()) >= 3 else []
+    if isinstance(expected, list | tuple):
+        return [s for item in expected for s in answer_strings(item)]
+    return []
+
+
+def needle_evidence(needles: list[SuiteEvent], expected: Any) -> list[Evidence]:
+    """The needles a question of a test needs, with the answer each carries.
+
+    A needle carries an answer when one of the test's expected answer strings occurs in it (the
+    colour, a name, a shopping item, the joke, the trigger sentence); those needles are the
+    evidence, each with the longest string it holds. When no needle holds one (directions,
+    coded spy messages, loaded tests), every needle of the test is evidence, with no answer
+    string, so only the verbatim turn counts.
+    """
+    keys = answer_strings(expected)
+    carried = []
+    for needle in needles:
+        found = [k for k in keys if k.lower() in needle.text.lower()]
+        if found:
+            carried.append(Evidence(index=needle.index, answer=max(found, key=len)))
+    return carried or [Evidence(index=n.index) for n in needles]
 
 
 def _log(events: list[SuiteEvent], responses: dict[int, Response]) -> list[str]:

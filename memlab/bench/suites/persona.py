@@ -109,6 +109,7 @@ class PersonaSuite(PersonaSuiteBase):
         self.history_tokens = 0
 
     def describe(self) -> dict[str, Any]:
+        self.events()  # history_tokens is known once the history is generated
         return {"name": self.name, "source": "generated", "span": self.span,
                 "seed": self.seed, "n_topics": self.n_topics, "probes": self.probes,
                 "history_tokens": self.history_tokens}
@@ -176,6 +177,7 @@ class PersonaSuite(PersonaSuiteBase):
                 slots.pop(0)
                 text, reply, target = needles.pop(0)
                 ref = self._add(events, text, reply, session, date, topic=topic, evidence=True)
+                ref["answer"] = target.fact if isinstance(target, _FactRef) else target.reason
                 target.turn_ref, target.text = ref, text
                 if isinstance(target, _FactRef):
                     plan.facts[topic] = (target.fact, ref)

@@ -12,7 +12,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from memlab.bench.base import SuiteEvent
+from memlab.bench.base import Evidence, SuiteEvent
 from memlab.bench.suites import persona_data as data
 
 Option = tuple[str, str | None]  # (text, distractor kind; None for the answer -> "correct")
@@ -71,7 +71,9 @@ def _event(rng, index, qtype, topic, text, options: list[Option], evidence, rank
     return SuiteEvent(index=index, kind="question", text=text, test_id=qid, test_type=qtype,
                       session_id="questions", timestamp=when, store=False,
                       options=[t for t, _ in shuffled],
-                      answer_index=[k for _, k in shuffled].index(None), metadata=meta)
+                      answer_index=[k for _, k in shuffled].index(None),
+                      evidence=[Evidence(index=e["event_index"], answer=e.get("answer"))
+                                for e in evidence], metadata=meta)
 
 
 def _recall_fact(rng, plan, topic):

@@ -81,7 +81,9 @@ def _row(event: SuiteEvent, persona_id: int, context_id: str, tokens: int, lette
             "end_index_in_shared_context": end_index,
             "memlab_metadata": json.dumps({"session_id": event.session_id, "metadata": meta,
                                            "timestamp": event.timestamp.isoformat()
-                                           if event.timestamp else None}, default=str)}
+                                           if event.timestamp else None,
+                                           "evidence": [e.model_dump() for e in event.evidence]},
+                                          default=str)}
 
 
 def parse_options(raw: str) -> list[str]:
@@ -217,4 +219,4 @@ def _question(index: int, row: dict[str, str], path: Path) -> SuiteEvent:
                       test_id=row.get("question_id"), test_type=row.get("question_type"),
                       session_id=extra.get("session_id"), timestamp=extra.get("timestamp"),
                       store=False, options=options, answer_index=ord(answer) - ord("a"),
-                      metadata=meta)
+                      evidence=extra.get("evidence") or [], metadata=meta)

@@ -1,0 +1,230 @@
+"""Grids as data: which cells a grid runs, and what it can detect before it runs.
+
+A ``GridSpec`` names conditions x suites x spans x seeds and the protocol of every cell
+(answering and memory models, how many tests are answered, scripted needles, Table 2's probes).
+Its cells are RunSpecs. ``plan`` counts, per suite, the questions every condition answers (the
+same questions in every condition: comparisons are paired) and the questions evidence recall
+is measured on, and states the smallest paired difference the grid detects (exact McNemar,
+80% power, alpha 0.05), so a grid's power is known before anything runs.
+
+Three sizes ship: ``quick`` (``make paper``), ``standard`` (the README's findings) and ``full``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memlab.bench.base import SUITES
+from memlab.bench.questions import answered_tests, is_answered
+from memlab.bench.spec import RunSpec
+from memlab.errors import ConfigError, fields_message
+from memlab.memory.base import MEMORIES
+from memlab.stats import min_detectable_difference
+
+
+class GridSpec(BaseModel):
+    """A grid as data (see ``QUICK``, ``STANDARD``, ``FULL``; ``load_spec`` reads YAML).
+
+    Attributes:
+        spans: per suite, the memory spans (ltm) or history lengths (persona) in tokens.
+        seeds: seeds whose questions the answering model answers (``answered`` of them).
+        evidence_seeds: further seeds run for evidence recall only (nothing answered).
+        answered: per suite, tests answered per seed (a seeded sample, the same in every
+            condition); a suite not named answers every test.
+        suite_options: per suite, the suite's own options.
+        needle_replies: "scripted" stores needles with a fixed acknowledgement (no model call).
+        sleep_probes: add Table 2's cells (the sleep condition, first seed, every suite).
+        expected_minutes: measured wall-clock on a 2-core machine (None: not measured).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    conditions: list[str] = Field(default_factory=MEMORIES.names)
+    suites: list[str] = Field(default_factory=SUITES.names)
+    spans: dict[str, list[int]]
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    evidence_seeds: list[int] = Field(default_factory=list)
+    answered: dict[str, int] = Field(default_factory=dict)
+    suite_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    llm: str = "local"
+    llm_model: str | None = None
+    memory_llm: str | None = None
+    memory_llm_model: str | None = None
+    embedder: str = "minilm"
+    needle_replies: Literal["model", "scripted"] = "model"
+    sleep_probes: bool = Field(True, description="add Table 2's cells for the sleep condition")
+    expected_minutes: float | None = None
+
+    @field_validator("conditions")
+    @classmethod
+    def _known_conditions(cls, value: list[str]) -> list[str]:
+        return [MEMORIES.check(v) for v in value]
+
+    @field_validator("suites")
+    @classmethod
+    def _known_suites(cls, value: list[str]) -> list[str]:
+        return [SUITES.check(v) for v in value]
+
+    def cells(self, **overrides: Any) -> list[RunSpec]:
+        """Every cell of the grid, validated before anything runs.
+
+        Args:
+            **overrides: llm / llm_model / memory_llm / memory_llm_model / embedder replacing
+                the spec's (None: keep).
+
+        Raises:
+            ConfigError: a suite without spans, a duplicate cell, or a field no RunSpec takes
+                (named with the cell it belongs to).
+        """
+        missing = [suite for suite in self.suites if not self.spans.get(suite)]
+        if missing:
+            raise ConfigError(f"grid {self.name!r}: spans has no size for suite(s) {missing}")
+        cells = [self._cell(c, s, span, seed, overrides, **protocol)
+                 for s in self.suites for span in self.spans[s]
+                 for seed, protocol in self._seed_protocols(s)
+                 for c in self._conditions(protocol)]
+        ids = [cell.run_id for cell in cells]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ConfigError(f"grid {self.name!r}: cells repeat ({', '.join(repeated)}): "
+                              "a condition, span or seed is listed twice")
+        return cells
+
+    def _seed_protocols(self, suite: str) -> list[tuple[int, dict[str, Any]]]:
+        answered = self.answered.get(suite)
+        out = [(seed, {"answered": answered}) for seed in self.seeds]
+        out += [(seed, {"answered": 0}) for seed in self.evidence_seeds]
+        if self.sleep_probes and "sleep" in self.conditions and self.seeds:
+            out.append((self.seeds[0], {"answered": answered, "probes_sleep": True}))
+        return out
+
+    def _conditions(self, protocol: dict[str, Any]) -> list[str]:
+        return ["sleep"] if protocol.get("probes_sleep") else self.conditions
+
+    def _cell(self, condition: str, suite: str, span: int, seed: int,
+              overrides: dict[str, Any], **protocol: Any) -> RunSpec:
+        models = {k: getattr(self, k) for k in
+                  ("llm", "llm_model", "memory_llm", "memory_llm_model", "embedder")}
+        models |= {k: v for k, v in overrides.items() if v is not None}
+        return RunSpec.parse(
+            {"condition": condition, "suite": suite, "span": span, "seed": seed,
+             "suite_options": self.suite_options.get(suite, {}),
+             "needle_replies": self.needle_replies if suite == "ltm" else "model",
+             **models, **protocol},
+            f"grid {self.name!r}, cell {suite}/{condition}/{span}/s{seed}")
+
+
+def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
+    """Per suite and span: cells, questions answered and evidence questions per condition, and
+    the smallest paired difference the answered questions detect.
+
+    Questions are counted on the suites themselves, with the sample a run answers (built with
+    the token estimate, which changes lengths a little, not the tests or questions).
+    """
+    rows = []
+    for (suite, span), group in _by_suite_span(cells or spec.cells()).items():
+        answered = evidence = 0
+        for seed, k in sorted({(c.seed, c.answered) for c in group if not c.probes_sleep},
+                              key=str):
+            events = SUITES.resolve(suite).build(
+                span=span, seed=seed, options=spec.suite_options.get(suite, {})).events()
+            sample = answered_tests(events, k, seed)
+            questions = [e for e in events if e.kind == "question"]
+            evidence += len(questions)
+            answered += sum(is_answered(e, sample) for e in questions) if k != 0 else 0
+        rows.append({"suite": suite, "span": span, "cells": len(group),
+                     "conditions": len({c.condition for c in group}),
+                     "answered_per_condition": answered, "evidence_per_condition": evidence,
+                     "detectable_difference": min_detectable_difference(answered)})
+    return pd.DataFrame(rows)
+
+
+def _by_suite_span(cells: list[RunSpec]) -> dict[tuple[str, int], list[RunSpec]]:
+    groups: dict[tuple[str, int], list[RunSpec]] = {}
+    for cell in cells:
+        groups.setdefault((cell.suite, cell.span), []).append(cell)
+    return groups
+
+
+def format_plan(spec: GridSpec, table: pd.DataFrame) -> str:
+    """The plan as ``memlab grid`` prints it before it starts."""
+    lines = [f"grid {spec.name}: {int(table['cells'].sum())} cells"
+             + (f", about {spec.expected_minutes:g} min measured on 2 cores"
+                if spec.expected_minutes else "")]
+    for row in table.itertuples():
+        mdd = row.detectable_difference
+        power = (f"detects a paired difference of {mdd:.0%} (80% power, exact McNemar, 30% "
+                 "of questions discordant)" if mdd == mdd else
+                 "too few to detect a paired difference below 30% with 80% power")
+        lines.append(f"  {row.suite} at {row.span} tokens: {row.conditions} conditions, "
+                     f"{row.answered_per_condition} answered and {row.evidence_per_condition} "
+                     f"evidence questions per condition; {power}")
+    return "\n".join(lines)
+
+
+# The LTM types every size runs: the generated types whose answers a question asks for
+# (prospective_memory scores replies to later needles, which scripted needles leave out).
+LTM_TYPES = ["colours", "jokes", "name_list", "shopping", "sallyanne", "trigger_response",
+             "locations_directions", "spy_meeting"]
+PAPER_SUITES = ["ltm", "persona"]  # the generated suites: they need no data from the user
+PAPER_MODELS = {"llm_model": "1.5b", "memory_llm_model": "0.5b"}
+QUICK = GridSpec(
+    name="quick", suites=PAPER_SUITES, **PAPER_MODELS,
+    description=("Every condition on both suites (make paper): LTM at a 1k-token span, 3 "
+                 "examples of 8 test types; a persona history of 5 topics (45 questions); "
+                 "24 tests answered per suite by the 1.5B model; 2 more seeds for evidence "
+                 "recall; Table 2 on the sleep condition."),
+    spans={"ltm": [1000], "persona": [4000]}, seeds=[0], evidence_seeds=[1, 2],
+    answered={"ltm": 24, "persona": 24}, needle_replies="scripted",
+    suite_options={"ltm": {"examples": 3, "types": LTM_TYPES}, "persona": {"n_topics": 5}},
+)
+STANDARD = GridSpec(
+    name="standard", suites=PAPER_SUITES, **PAPER_MODELS,
+    description=("The README's findings: over 100 paired questions per condition and suite "
+                 "(LTM: 13 examples of 8 types at a 1k span; persona: 5 topics at 3 seeds)."),
+    spans={"ltm": [1000], "persona": [4000]}, seeds=[0, 1, 2],
+    answered={"ltm": 35, "persona": 35}, needle_replies="scripted",
+    suite_options={"ltm": {"examples": 5, "types": LTM_TYPES}, "persona": {"n_topics": 5}},
+)
+FULL = GridSpec(
+    name="full", suites=PAPER_SUITES, **PAPER_MODELS,
+    description=("The paper grid: LTM at spans 1k/4k/8k with 3 examples of every generated "
+                 "type and the model's own replies to needles, persona histories of 8k and "
+                 "32k tokens, three seeds, every question answered."),
+    spans={"ltm": [1000, 4000, 8000], "persona": [8000, 32000]}, seeds=[0, 1, 2],
+    suite_options={"ltm": {"examples": 3}, "persona": {"n_topics": 5}},
+)
+SPECS = {"quick": QUICK, "standard": STANDARD, "full": FULL}
+
+
+def validate_spec(values: dict[str, Any], source: str) -> GridSpec:
+    """GridSpec from ``values``; a bad field raises ConfigError naming it and the rule."""
+    try:
+        return GridSpec.model_validate(values)
+    except ValidationError as exc:
+        message = fields_message(exc.errors(), whole="spec")
+        raise ConfigError(f"grid spec {source}: {message}") from exc
+
+
+def load_spec(name_or_path: str | Path) -> GridSpec:
+    """A built-in spec (quick, standard, full) or a YAML file with GridSpec's fields."""
+    if str(name_or_path) in SPECS:
+        return SPECS[str(name_or_path)]
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise ConfigError(f"grid spec {str(name_or_path)!r}: not a built-in spec "
+                          f"({', '.join(SPECS)}) nor a YAML file")
+    try:
+        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"grid spec {path}: not valid UTF-8 YAML ({exc})") from exc
+    if not isinstance(values, dict):
+        raise ConfigError(f"grid spec {path}: expected a mapping of GridSpec fields")
+    return validate_spec(values, str(path))
