@@ -4,8 +4,8 @@ record stores, embedder.
 Embedded defaults (in-process KV, chromadb and SQLite in the run folder) unless
 ``MEMLAB_REDIS_URL`` / ``MEMLAB_CHROMA_URL`` / ``MEMLAB_SQL_URL`` (or the condition's config)
 name a server. Everything a run stores on a server carries the run's namespace
-(``memlab.stores.base.run_namespace``): the Redis key prefix, the chroma collection tag, the SQL rows' namespace
-column; :func:`purge_namespace` deletes all of it.
+(``memlab.stores.base.run_namespace``): the Redis key prefix, the chroma collection tag, the
+SQL rows' namespace column; :func:`purge_namespace` deletes all of it.
 """
 
 from __future__ import annotations

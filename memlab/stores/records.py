@@ -243,7 +243,7 @@ class ScopedRecordStore(ABC, Generic[M]):
                 self._reindex(records)
 
     def _reindex(self, records: list[M]) -> None:
-        """Embed ``records`` again: into the index now, into the vector store with the next flush."""
+        """Embed ``records`` again: into the index now, the vector store at the next flush."""
         vectors = self.embedder.embed([self.text_of(r) for r in records])
         for record, vector in zip(records, vectors, strict=True):
             self._matrix.vectors[self._row_of[record.id]] = vector

@@ -2,10 +2,11 @@
 
 SQLite file by default; PostgreSQL (JSONB columns, psycopg 3) when a ``postgresql://`` URL is
 given (``MEMLAB_SQL_URL``). :func:`make_engine` and :func:`transaction` are shared with the
-memory record stores (:mod:`memlab.stores.records`). Tables: sessions, states, todolists, execution_history, lessons (the
-seed's Memory). States are versioned snapshots with optimistic locking: a State is saved only if
-its version is exactly one more than the stored latest; otherwise :class:`VersionConflictError`
-is raised and nothing is written (a unique (session_id, version) key settles races).
+memory record stores (:mod:`memlab.stores.records`). Tables: sessions, states, todolists,
+execution_history, lessons (the seed's Memory). States are versioned snapshots with optimistic
+locking: a State is saved only if its version is exactly one more than the stored latest;
+otherwise :class:`VersionConflictError` is raised and nothing is written (a unique
+(session_id, version) key settles races).
 """
 
 from __future__ import annotations

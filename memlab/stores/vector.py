@@ -190,7 +190,8 @@ class ChromaVectorStore(VectorStore):
             path=path, url=url, timeout_s=timeout_s)
         self.collection = self._call(
             self.client.get_or_create_collection,
-            name=collection_name(namespace, scope, run_namespace, f"{embedder.name}/{embedder.dim}"),
+            name=collection_name(namespace, scope, run_namespace,
+                                 f"{embedder.name}/{embedder.dim}"),
             metadata={"hnsw:space": "cosine", SCOPE_FIELD: scope, "embedder": embedder.name},
             embedding_function=MemlabEmbeddingFunction(embedder),
         )
