@@ -156,8 +156,12 @@ class ScopedRecordStore(ABC, Generic[M]):
         self.vectors = ChromaVectorStore(
             self.scope, embedder, client=self.backends.chroma, url=self.backends.chroma_url,
             path=self.backends.chroma_path, namespace=self.table, run_namespace=namespace)
-        self._where = (memory_records.c.namespace == namespace,
-                       memory_records.c.kind == self.table, memory_records.c.scope == self.scope)
+        table = memory_records
+        self._where = (table.c.namespace == namespace, table.c.kind == self.table,
+                       table.c.scope == self.scope)
+        # built once: constructing a statement costs more than running it on SQLite
+        self._update = sql_update(table).where(*self._where, table.c.id == bindparam(
+            "record_id")).values(data=bindparam("record_data"))
         self._lock = threading.RLock()
         self._pending: dict[str, tuple[str, np.ndarray]] = {}  # id -> (text, vector) for chroma
         self.reload()
@@ -231,13 +235,8 @@ class ScopedRecordStore(ABC, Generic[M]):
                 self._records[row] = record
                 self._matrix.active[row] = self.recallable(record)
                 self._matrix.times[row] = self.time_of(record)
-            table = memory_records
-            statement = sql_update(table).where(
-                table.c.namespace == self.namespace, table.c.kind == self.table,
-                table.c.scope == self.scope, table.c.id == bindparam("record_id"),
-            ).values(data=bindparam("record_data"))
             with self._tx() as conn:
-                conn.execute(statement, [{"record_id": r.id, "record_data": r.model_dump(
+                conn.execute(self._update, [{"record_id": r.id, "record_data": r.model_dump(
                     mode="json")} for r in records])
             if reembed:
                 self._reindex(records)
