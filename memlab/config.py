@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -52,6 +52,21 @@ class Settings(BaseSettings):
         180.0, gt=0, description="overall deadline of one model call across all its retries")
     store_timeout_s: float = Field(
         5.0, gt=0, description="deadline of one call to a store server (Redis, chroma)")
+    api_token: SecretStr | None = Field(
+        None, description="bearer token the agent server requires (needed beyond loopback)")
+    server_deadline_s: float = Field(
+        300.0, gt=0, description="agent server: a request not answered within it gets 504 and "
+                                 "stores nothing")
+    server_read_timeout_s: float = Field(
+        30.0, gt=0, description="agent server: deadline for receiving a request's body")
+    server_max_body_bytes: int = Field(
+        10 * 1024 * 1024, ge=1024, description="agent server: larger bodies get 413")
+
+    @field_validator("api_token")
+    @classmethod
+    def _blank_token_is_none(cls, value: SecretStr | None) -> SecretStr | None:
+        """``MEMLAB_API_TOKEN=""`` means no token (never a token everyone knows)."""
+        return value if value is not None and value.get_secret_value().strip() else None
 
 
 def get_settings(**overrides) -> Settings:

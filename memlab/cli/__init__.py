@@ -32,7 +32,7 @@ Start here:
 """
 EPILOG = "Each command has its own help: memlab <command> --help"
 # Modules of memlab.cli that add commands, in the order --help lists them.
-COMMAND_MODULES = ("runs", "serving", "listings")
+COMMAND_MODULES = ("runs", "serving", "goodai", "listings")
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -66,6 +66,10 @@ def register(commands) -> dict:
     run.add_argument("--seed", type=non_negative_int, default=0,
                      help="suite and run seed (default 0)")
     run.add_argument("--out", default="results/manual", help="results folder (results/manual)")
+    run.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                     help="a suite option, repeatable; the value is read as YAML "
+                          "(-o examples=1 -o 'types=[colours, jokes]'; memlab suites lists "
+                          "the suites, a wrong key is named with the ones the suite takes)")
     run.add_argument("--answered", type=non_negative_int, default=None,
                      help="answer the questions of a seeded sample of this many tests; the "
                           "others are measured for evidence recall only (default: all; 0: "
@@ -136,10 +140,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         llm_model=args.llm_model, memory_llm=args.memory_llm,
         memory_llm_model=args.memory_llm_model, embedder=args.embedder,
         answered=args.answered, probes_sleep=args.probes_sleep,
+        suite_options=suite_options(args.option),
         needle_replies="scripted" if args.scripted_needles else "model")
     print(lab.run_summary(run_dir).to_string())
     print(f"\nrun folder: {run_dir}")
     return 0
+
+
+def suite_options(pairs: list[str]) -> dict:
+    """``KEY=VALUE`` command-line options as a dict (values read as YAML)."""
+    import yaml
+
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"option {pair!r}: expected KEY=VALUE, e.g. examples=1")
+        try:
+            options[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"option {key.strip()!r}: value {value!r} is not YAML ({exc})"
+                              ) from None
+    return options
 
 
 MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model", "embedder")

@@ -134,8 +134,11 @@ class LocalLLM(LLMClient):
         if flash_attn is None:
             flash_attn = FLASH_ATTN.get(packaged or "", False)
         self.flash_attn = flash_attn
+        # every core for generation too (llama-cpp-python's default is half of them); a grid
+        # of several workers sets MEMLAB_N_THREADS to share the cores instead
+        threads = n_threads or settings.n_threads or os.cpu_count() or 1
         self._loaded = load_model(path, self.context_window, flash_attn=flash_attn, seed=seed,
-                                  n_threads=n_threads or settings.n_threads)
+                                  n_threads=threads)
 
     @property
     def llama(self) -> Any:

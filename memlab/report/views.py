@@ -29,15 +29,19 @@ def _run_frames(run_dir: str | Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
 
 
 def run_summary(run_dir: str | Path) -> pd.Series:
-    """Condition, suite, span, status, and the headline score of one run."""
+    """Condition, suite, span, status, and the headline score of one run (over the tests the
+    model answered; ``evidence-only tests`` were not answered)."""
     manifest, turns, scores = _run_frames(run_dir)
     main = scores[scores["phase"] == "main"] if len(scores) else scores
+    skipped = int((~data.answered_mask(main)).sum()) if len(main) else 0
+    main = main[data.answered_mask(main)] if len(main) else main
     per_type = main.groupby("test_type")["fraction"].mean() if len(main) else pd.Series()
     return pd.Series({
         "run_id": manifest.get("run_id"), "condition": manifest.get("condition"),
         "suite": manifest.get("suite"), "span (tokens)": data.span_of(manifest),
         "status": manifest.get("status"), "llm": (manifest.get("llm") or {}).get("model"),
-        "tests": len(main), "accuracy (%)": round(100 * main["fraction"].mean(), 1)
+        "tests": len(main), "evidence-only tests": skipped,
+        "accuracy (%)": round(100 * main["fraction"].mean(), 1)
         if len(main) else None,
         "suite score (sum of type means)": round(per_type.sum(), 3),
         "test types": len(per_type), "model calls paid": (manifest.get("counts") or {}).get(
@@ -86,7 +90,7 @@ def costs(run_dir: str | Path) -> pd.DataFrame:
     _, turns, _ = _run_frames(run_dir)
     if turns.empty:
         return pd.DataFrame()
-    answered = turns[turns["kind"].isin(data.ANSWERED)]
+    answered = turns[turns["kind"].isin(data.ANSWERED) & data.answered_mask(turns)]
     table = answered.groupby(["phase", "kind"])[list(COST_COLUMNS)].mean().round(3)
     table["answers"] = answered.groupby(["phase", "kind"]).size()
     table["cached"] = answered.groupby(["phase", "kind"])["cached"].sum()
