@@ -128,7 +128,12 @@ def run_condition(condition: str, suite: str, span: int, seed: int = 0, *,
 # ---------------------------------------------------------------- an agent by hand
 def make_agent(condition: str = "sleep", *, llm: Any, embedder: Any,
                workdir: str | Path = "results/tour", user_id: str = "tour-user"):
-    """An Agent of ``condition`` for ``user_id``, with its stores in ``workdir``."""
+    """An Agent of ``condition`` for ``user_id``, with its stores in ``workdir``.
+
+    On servers (``MEMLAB_REDIS_URL``, ``MEMLAB_CHROMA_URL``, ``MEMLAB_SQL_URL``) its memory lives
+    under a namespace derived from ``workdir``: reopened on the same folder it finds its memory,
+    and another folder never shares it.
+    """
     from memlab.agent import Agent
 
     MEMORIES.resolve(condition)  # UnknownBackendError (a ConfigError) lists the conditions

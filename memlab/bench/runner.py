@@ -58,8 +58,10 @@ from memlab.bench.spec import RunSpec
 from memlab.bench.versions import environment_info, prompt_versions
 from memlab.config import get_settings
 from memlab.errors import ConfigError, MemlabError
+from memlab.memory._backends import purge_namespace
 from memlab.memory.base import MEMORIES, MemoryContext, Scope
 from memlab.models import seed_ids
+from memlab.stores.base import run_namespace
 from memlab.userfiles import read_text, writable_folder
 
 log = logging.getLogger(__name__)
@@ -84,11 +86,13 @@ class Step:
 
 
 def default_agent_factory(condition: str, *, llm: Any, embedder: Any, workdir: Path,
-                          scope: Scope, memory_llm: Any = None) -> Agent:
-    """The condition's memory (``MEMORIES.create``, its own calls on ``memory_llm``) behind a
-    default Agent answering with ``llm``."""
+                          scope: Scope, memory_llm: Any = None,
+                          namespace: str | None = None) -> Agent:
+    """The condition's memory (``MEMORIES.create``, its own calls on ``memory_llm``, its
+    server-side stores under the run's ``namespace``) behind a default Agent answering with
+    ``llm``."""
     memory = MEMORIES.create(condition, scope=scope, llm=memory_llm or llm, embedder=embedder,
-                             workdir=workdir)
+                             workdir=workdir, namespace=namespace)
     return Agent(memory, llm)
 
 
@@ -280,7 +284,8 @@ class _RunSession:
         self.llm, self.memory_llm, self.embedder, self.seed = llm, memory_llm, embedder, spec.seed
         self.logprob = spec.option_scoring == "logprob" and llm.supports_logprobs
         self.recorded = read_jsonl(run_dir / "turns.jsonl", repair=True)
-        store = _fresh_store(run_dir / "store")
+        self.namespace = run_namespace(run_dir)
+        store = _fresh_store(run_dir / "store", self.namespace)
         random.seed(spec.seed)
         np.random.seed(spec.seed % 2**32)
         self._stack = ExitStack()
@@ -296,7 +301,8 @@ class _RunSession:
         try:
             self.agent = factory(spec.condition, llm=llm, memory_llm=memory_llm,
                                  embedder=embedder, workdir=store,
-                                 scope=Scope(user_id=user, agent_id=spec.condition))
+                                 scope=Scope(user_id=user, agent_id=spec.condition),
+                                 namespace=self.namespace)
         except BaseException:
             self._stack.close()
             raise
@@ -477,15 +483,18 @@ def question_audit(turns: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return audit
 
 
-def _fresh_store(root: Path) -> Path:
+def _fresh_store(root: Path, namespace: str) -> Path:
     """An empty store folder for this attempt (the replay rebuilds the memory from scratch).
 
-    Earlier attempts' folders are deleted; a new name per attempt keeps an embedded store that
-    caches its handles per path in-process (chromadb) from reopening a deleted database.
+    Earlier attempts' folders are deleted and the run's ``namespace`` is purged on every
+    configured server (Redis, chroma, SQL), so the replay starts from nothing there too. A new
+    name per attempt keeps an embedded store that caches its handles per path in-process
+    (chromadb) from reopening a deleted database.
     """
     if root.exists():
         for old in root.iterdir():
             shutil.rmtree(old, ignore_errors=True)
+    purge_namespace(namespace)
     store = root / f"attempt-{time.time_ns()}"
     store.mkdir(parents=True)
     return store
