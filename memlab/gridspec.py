@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memlab.bench.base import SUITES
@@ -25,6 +24,7 @@ from memlab.bench.spec import RunSpec
 from memlab.errors import ConfigError, fields_message
 from memlab.memory.base import MEMORIES
 from memlab.stats import min_detectable_difference
+from memlab.userfiles import load_yaml
 
 
 class GridSpec(BaseModel):
@@ -46,8 +46,8 @@ class GridSpec(BaseModel):
 
     name: str
     description: str = ""
-    conditions: list[str] = Field(default_factory=MEMORIES.names)
-    suites: list[str] = Field(default_factory=SUITES.names)
+    conditions: list[str] = Field(default_factory=MEMORIES.names, min_length=1)
+    suites: list[str] = Field(default_factory=SUITES.names, min_length=1)
     spans: dict[str, list[int]]
     seeds: list[int] = Field(default_factory=lambda: [0])
     evidence_seeds: list[int] = Field(default_factory=list)
@@ -93,6 +93,9 @@ class GridSpec(BaseModel):
                  for s in self.suites for span in self.spans[s]
                  for seed, protocol in self._seed_protocols(s)
                  for c in self._conditions(protocol)]
+        if not cells:
+            raise ConfigError(f"grid {self.name!r}: no cells (seeds and evidence_seeds are "
+                              "both empty)")
         ids = [cell.run_id for cell in cells]
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
@@ -261,10 +264,7 @@ def load_spec(name_or_path: str | Path) -> GridSpec:
     if not path.is_file():
         raise ConfigError(f"grid spec {str(name_or_path)!r}: not a built-in spec "
                           f"({', '.join(SPECS)}) nor a YAML file")
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"grid spec {path}: not valid UTF-8 YAML ({exc})") from exc
+    values = load_yaml(path, "grid spec") or {}
     if not isinstance(values, dict):
         raise ConfigError(f"grid spec {path}: expected a mapping of GridSpec fields")
     return validate_spec(values, str(path))

@@ -228,3 +228,29 @@ def test_background_spreads_cycles_and_storing_over_the_run_answers():
     assert (row["cycles"], row["consolidation_s"], row["storing_s"]) == (1, 4.0, 0.5)
     assert row["background_ms"] == pytest.approx(1125.0)
     assert summary.latency(turns).iloc[0]["background_ms"] == pytest.approx(1125.0)
+
+
+def test_sleep_store_views_read_runs_written_before_the_sql_layer(tmp_path, monkeypatch):
+    """A run folder from before the record stores moved to the SQL layer keeps its views: a
+    table per kind in store/*/sleep_memory.sqlite."""
+    import sqlite3
+
+    from memlab.models.sleep import ConsolidatedMemory, Schema
+
+    monkeypatch.delenv("MEMLAB_SQL_URL", raising=False)
+    run_dir = tmp_path / "persona-sleep-300-s0"
+    folder = run_dir / "store" / "attempt-1"
+    folder.mkdir(parents=True)
+    memory = ConsolidatedMemory(summary="User keeps a cat", key_concepts=["cat"],
+                                source_episode_ids=["e1", "e2"])
+    schema = Schema(name="Pets", description="animals at home", core_concepts=["cat"])
+    with sqlite3.connect(folder / "sleep_memory.sqlite") as db:
+        for table, record in (("consolidated_memories", memory), ("schemas", schema)):
+            db.execute(f"CREATE TABLE {table} (scope TEXT, id TEXT, seq INTEGER, data TEXT, "
+                       "embedding BLOB, embedder TEXT)")
+            db.execute(f"INSERT INTO {table} VALUES ('u', ?, 0, ?, x'', 'hashing')",
+                       (record.id, record.model_dump_json()))
+    from memlab.report import views
+
+    assert views._stored(run_dir, "consolidated_memories")[0]["summary"] == "User keeps a cat"
+    assert [r["name"] for r in views._stored(run_dir, "schemas")] == ["Pets"]

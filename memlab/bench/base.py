@@ -87,8 +87,8 @@ class TestScore(BaseModel):
 
     test_id: str
     test_type: str
-    score: float = Field(ge=0)
-    max_score: float = Field(gt=0)
+    score: float = Field(ge=0, allow_inf_nan=False)
+    max_score: float = Field(gt=0, allow_inf_nan=False)
     reasoning: list[str] = Field(default_factory=list)
     judge: Literal["rule", "llm"] = "rule"
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -25,6 +25,8 @@ import pandas as pd
 from memlab import stats
 from memlab.bench import metrics
 from memlab.bench.runlog import read_jsonl
+from memlab.bench.runner import read_manifest
+from memlab.bench.scoring import check_scores
 from memlab.errors import ConfigError
 
 PROBE_PHASES = ("pre_sleep", "post_sleep")
@@ -68,11 +70,12 @@ def load_runs(results_dir: str | Path, *, include_incomplete: bool = False) -> l
         raise ConfigError(f"results_dir {str(root)!r}: not a folder")
     runs = []
     for path in sorted(p.parent for p in root.glob("*/manifest.json")):
-        manifest = json.loads((path / "manifest.json").read_text())
+        manifest = read_manifest(path)
         if manifest.get("status") != "complete" and not include_incomplete:
             continue
-        runs.append(RunData(path.name, manifest, read_jsonl(path / "turns.jsonl"),
-                            read_jsonl(path / "scores.jsonl")))
+        scores = read_jsonl(path / "scores.jsonl")
+        check_scores(path / "scores.jsonl", scores)
+        runs.append(RunData(path.name, manifest, read_jsonl(path / "turns.jsonl"), scores))
     return runs
 
 

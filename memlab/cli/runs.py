@@ -16,11 +16,13 @@ from memlab.cli.common import (
     chosen,
     names,
     non_negative_int,
+    port,
     positive_int,
     split,
 )
 from memlab.errors import ConfigError, MemlabError, MissingDependencyError
 from memlab.memory.base import MEMORIES
+from memlab.userfiles import writable_folder
 
 LAB_DIR = "memlab-notebooks"
 LAB_DESCRIPTION = f"""\
@@ -140,7 +142,7 @@ def register(commands) -> dict:
     lab.add_argument("--dir", default=None,
                      help=f"working folder the notebooks are copied into (default ./{LAB_DIR}; "
                           "in a source checkout, default: the checkout's memlab/notebooks/)")
-    lab.add_argument("--port", type=int, default=8888)
+    lab.add_argument("--port", type=port, default=8888)
     lab.add_argument("--no-browser", action="store_true")
 
     return {"run": cmd_run, "grid": cmd_grid, "paper": cmd_paper, "lab": cmd_lab}
@@ -230,6 +232,7 @@ def cmd_paper(args: argparse.Namespace) -> int:
     from memlab.notebooks import notebook_path
 
     spec, cells = _grid_cells(args, "full" if args.full else args.spec)
+    writable_folder(args.figures, "figures folder")  # before hours of grid, not after
     results = Path(args.results or f"results/{spec.name}")
     status = _run_cells(args, spec, cells, results)
     output = results / "notebooks" / "paper.ipynb"

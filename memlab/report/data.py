@@ -16,7 +16,6 @@ What counts where (one definition each, used by every table and figure):
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,8 @@ import pandas as pd
 
 from memlab.bench.metrics import answered_value
 from memlab.bench.runlog import read_jsonl
+from memlab.bench.runner import read_manifest
+from memlab.bench.scoring import check_scores
 from memlab.bench.tables import probes_run
 from memlab.errors import ConfigError
 from memlab.memory.base import CONDITIONS
@@ -64,7 +65,7 @@ def load_manifests(results_dir: str | Path, *, complete_only: bool = True) -> li
     """The manifests of the runs under ``results_dir`` (each with its ``path`` added)."""
     manifests = []
     for path in run_dirs(results_dir):
-        manifest = json.loads((path / "manifest.json").read_text())
+        manifest = read_manifest(path)
         if complete_only and manifest.get("status") != "complete":
             continue
         manifests.append(manifest | {"path": str(path)})
@@ -82,6 +83,8 @@ def _joined(results_dir: str | Path, filename: str) -> pd.DataFrame:
     frames = []
     for run in runs_frame(results_dir).to_dict("records"):
         rows = read_jsonl(Path(run["path"]) / filename)
+        if filename == "scores.jsonl":
+            check_scores(Path(run["path"]) / filename, rows)
         if rows:
             frame = pd.DataFrame(rows)
             for column in RUN_COLUMNS:
