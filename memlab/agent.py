@@ -112,12 +112,16 @@ class Agent:
     # ----------------------------------------------------------------- the loop
     def interact(self, text: str, *, store: bool = True, timestamp: datetime | None = None,
                  session_id: str | None = None, options: list[str] | None = None,
-                 answer: bool = True, max_tokens: int | None = None) -> TurnTrace:
+                 answer: bool = True, max_tokens: int | None = None,
+                 prompt: str | None = None) -> TurnTrace:
         """Answer ``text`` with memory; never raises for a failing model call (see ``error``).
 
         Args:
             store: store the exchange (``commit``) once answered; False leaves that to the
                 caller (the server stores a turn only if its client is still waiting).
+            prompt: the user message the model sees instead of ``text`` (an answer instruction
+                around a question); memory is still queried with ``text``, and ``text`` is
+                what gets stored.
             timestamp: the conversation's clock now; when given, the prompt states it and
                 shows when remembered turns happened, and it is stored with the exchange.
             options: answer options of a multiple-choice question: the reply is one option
@@ -130,7 +134,8 @@ class Agent:
         context = self.memory.recall(text)
         trace.context = context
         trace.memory_latency_s = time.perf_counter() - start
-        user_text = render_options(text, options) if options else text
+        shown = prompt or text
+        user_text = render_options(shown, options) if options else shown
         messages = self._build_messages(context, user_text, trace, now=timestamp)
         self.last_messages = trace.messages = messages
         if not answer:

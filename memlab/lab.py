@@ -34,6 +34,7 @@ from memlab.report.views import (  # noqa: F401 - re-exported for notebooks
     table2,
     transcripts,
 )
+from memlab.userfiles import writable_folder
 
 LOCAL_TIERS = ("0.5b", "1.5b", "135m")
 
@@ -129,11 +130,16 @@ def run_condition(condition: str, suite: str, span: int, seed: int = 0, *,
 # ---------------------------------------------------------------- an agent by hand
 def make_agent(condition: str = "sleep", *, llm: Any, embedder: Any,
                workdir: str | Path = "results/tour", user_id: str = "tour-user"):
-    """An Agent of ``condition`` for ``user_id``, with its stores in ``workdir``."""
+    """An Agent of ``condition`` for ``user_id``, with its stores in ``workdir``.
+
+    On servers (``MEMLAB_REDIS_URL``, ``MEMLAB_CHROMA_URL``, ``MEMLAB_SQL_URL``) its memory lives
+    under a namespace derived from ``workdir``: reopened on the same folder it finds its memory,
+    and another folder never shares it.
+    """
     from memlab.agent import Agent
 
     MEMORIES.resolve(condition)  # UnknownBackendError (a ConfigError) lists the conditions
-    Path(workdir).mkdir(parents=True, exist_ok=True)
+    writable_folder(workdir, "agent workdir")
     memory = MEMORIES.create(condition, scope=Scope(user_id=user_id, agent_id=condition),
                              llm=llm, embedder=embedder, workdir=Path(workdir))
     return Agent(memory, llm)

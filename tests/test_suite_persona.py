@@ -85,6 +85,15 @@ def test_generation_is_deterministic_and_sized():
     assert len(PersonaSuite(span=16000, seed=3).events()) > len(a)
 
 
+def test_described_parameters_do_not_depend_on_whether_events_were_generated():
+    """A resume compares the folder's recorded suite parameters with a suite built afresh:
+    history_tokens was 0 until events() ran, so every persona resume was refused."""
+    fresh = PersonaSuite(span=600, seed=3).describe()
+    generated = PersonaSuite(span=600, seed=3)
+    generated.events()
+    assert fresh == generated.describe() and fresh["history_tokens"] >= 600
+
+
 def test_memlab_written_sample_loads_back_identically(tmp_path):
     suite = PersonaSuite(span=5000, seed=11)
     questions, contexts = write_personamem(suite, tmp_path, size="5k")

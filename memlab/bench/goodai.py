@@ -17,12 +17,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memlab.bench.suites.ltm_scorers import GOODAI_RULE_TYPES, Scorer
 from memlab.bench.suites.ltm_scorers import scorers as scorer_set
 from memlab.errors import ConfigError
+from memlab.userfiles import load_yaml, read_text
 
 # memlab key <-> GoodAI folder name
 TYPE_DIRS = {
@@ -111,8 +111,8 @@ class TestResult(BaseModel):
     __test__ = False
     task_log: list[str] = Field(default_factory=list)
     actual_responses: list[Any] = Field(default_factory=list)
-    score: float
-    max_score: float
+    score: float = Field(ge=0, allow_inf_nan=False)
+    max_score: float = Field(gt=0, allow_inf_nan=False)
     reasoning: list[str] = Field(default_factory=list)
     tokens: int = 0
     characters: int = 0
@@ -135,7 +135,7 @@ def load_definition(path: str | Path) -> LoadedTest:
     """
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_text(path, "GoodAI definition"))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
     try:
@@ -151,7 +151,7 @@ def load_config(path: str | Path) -> BenchmarkConfig:
     """Read GoodAI's ``config.yml``."""
     path = Path(path)
     try:
-        return BenchmarkConfig.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        return BenchmarkConfig.model_validate(load_yaml(path, "GoodAI config"))
     except ValidationError as exc:
         raise _field_error(path, exc) from exc
 
@@ -172,7 +172,7 @@ def load_definitions(folder: str | Path) -> tuple[BenchmarkConfig | None, list[L
 def load_result(path: str | Path) -> TestResult:
     path = Path(path)
     try:
-        return TestResult.model_validate_json(path.read_text(encoding="utf-8"))
+        return TestResult.model_validate_json(read_text(path, "GoodAI result"))
     except ValidationError as exc:
         raise _field_error(path, exc) from exc
 
@@ -264,6 +264,9 @@ def goodai_rescore(folder: str | Path, *, client: Any = None,
             report.skipped[test_type] = "needs an LLM judge (GoodAI used GPT); pass client="
             continue
         report.items.append(_rescore_one(path, test_type, client, chosen[test_type]))
+    if not report.items and not report.skipped:
+        raise ConfigError(f"results folder {folder}: no GoodAI result files in it (expected "
+                          "<agent>/<Test Type>/<id>_<rep>.json, e.g. agent/Colours/0_0.json)")
     return report
 
 

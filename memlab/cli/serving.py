@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from memlab.cli.common import RAW, add_model_options, names, non_negative_int
+from memlab.cli.common import RAW, add_model_options, names, port
 from memlab.memory.base import MEMORIES
 
 SERVE_HELP = """\
@@ -52,13 +52,6 @@ def register(commands) -> dict:
     return {"goodai-rescore": cmd_goodai_rescore, "serve": cmd_serve}
 
 
-def port(text: str) -> int:
-    value = non_negative_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"must be a TCP port, 0..65535, got {text}")
-    return value
-
-
 def cmd_goodai_rescore(args: argparse.Namespace) -> int:
     from memlab.bench.goodai import format_rescore_report, goodai_rescore
 
@@ -69,7 +62,9 @@ def cmd_goodai_rescore(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from memlab import lab
     from memlab.server import serve
+    from memlab.userfiles import writable_folder
 
+    writable_folder(args.workdir, "--workdir")  # a file there is the user's mistake: exit 2
     serve(condition=args.condition, llm=lab.make_llm(args.llm, args.llm_model),
           embedder=lab.make_embedder(args.embedder), workdir=args.workdir, host=args.host,
           port=args.port)

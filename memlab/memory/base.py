@@ -7,6 +7,7 @@ which condition it runs.
 
 from __future__ import annotations
 
+import secrets
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
 from pathlib import Path
@@ -135,6 +136,10 @@ class MemorySystem(ABC):
         embedder: for conditions that search by similarity.
         workdir: folder for this run's embedded stores.
         config: the condition's own pydantic config (see ``Config`` on each subclass).
+        namespace: the run this memory belongs to; everything it stores on a server carries it
+            (``memlab.stores.base.run_namespace``). Default: derived from ``workdir``
+            (a fresh one without a workdir), so an ad-hoc agent reopened on its folder finds
+            its memory and two folders never share one.
     """
 
     key: ClassVar[str] = "base"
@@ -149,11 +154,12 @@ class MemorySystem(ABC):
 
     def __init__(self, scope: Scope, *, llm: LLMClient | None = None,
                  embedder: Embedder | None = None, workdir: Path | None = None,
-                 config: BaseModel | dict[str, Any] | None = None):
+                 config: BaseModel | dict[str, Any] | None = None, namespace: str | None = None):
         self.scope = scope
         self.llm = llm
         self.embedder = embedder
         self.workdir = Path(workdir) if workdir else None
+        self.namespace = namespace or default_namespace(self.workdir)
         if config is None or isinstance(config, dict):
             config = self.Config(**(config or {}))
         self.config = config
@@ -183,6 +189,13 @@ class MemorySystem(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release stores and clients."""
+
+
+def default_namespace(workdir: Path | None) -> str:
+    """The namespace of a memory created without one: from its folder, else a fresh one."""
+    from memlab.stores.base import run_namespace
+
+    return run_namespace(workdir) if workdir else f"adhoc.{secrets.token_hex(6)}"
 
 
 MEMORIES: Registry[MemorySystem] = Registry("memory condition")
