@@ -4,7 +4,8 @@ Measures:
   * embedding throughput of the offline MiniLM embedder (sentences/s, batches of 32);
   * top-5 query latency p50/p95 at 1k, 10k and 100k stored documents, *including the query's
     own embedding*, for the chromadb vector store (embedded; optionally a ``chroma run`` server)
-    and for the episodic store (SQLite + NumPy matrix);
+    and for the episodic store (records in SQLite, vectors in chroma, searched in an in-process
+    matrix rebuilt at open: ``reopen_s``);
   * operating-memory update throughput (atomic ``update_workspace``) and history appends, on the
     in-process KV and on Redis (a throwaway redis-server when the binary is on PATH).
 
@@ -349,7 +350,8 @@ def main() -> None:
             vq["chroma server (HTTP)"] = bench_vector_store(
                 "chroma-http", texts, vectors, sizes, queries, model, url=server.url
             )
-    vq["episodic store (SQLite+NumPy)"] = bench_episodic(texts, vectors, sizes, queries, model)
+    vq["episodic store (SQL + chroma, in-process search)"] = bench_episodic(
+        texts, vectors, sizes, queries, model)
     results["operating_memory"] = bench_operating_all(args.ops)
     results["finished_at"] = time.time()
     results["machine"]["load_average_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -112,22 +112,30 @@ class Agent:
     # ----------------------------------------------------------------- the loop
     def interact(self, text: str, *, store: bool = True, timestamp: datetime | None = None,
                  session_id: str | None = None, options: list[str] | None = None,
-                 answer: bool = True) -> TurnTrace:
+                 answer: bool = True, max_tokens: int | None = None,
+                 prompt: str | None = None) -> TurnTrace:
         """Answer ``text`` with memory; never raises for a failing model call (see ``error``).
 
         Args:
+            store: store the exchange (``commit``) once answered; False leaves that to the
+                caller (the server stores a turn only if its client is still waiting).
+            prompt: the user message the model sees instead of ``text`` (an answer instruction
+                around a question); memory is still queried with ``text``, and ``text`` is
+                what gets stored.
             timestamp: the conversation's clock now; when given, the prompt states it and
-                shows when remembered turns happened.
+                shows when remembered turns happened, and it is stored with the exchange.
             options: answer options of a multiple-choice question: the reply is one option
                 letter (constrained to one where the backend can) and ``choice`` its index.
             answer: False builds the prompt without calling the model and stores nothing.
+            max_tokens: reply limit of this turn (default ``self.max_tokens``).
         """
         trace = TurnTrace()
         start = time.perf_counter()
         context = self.memory.recall(text)
         trace.context = context
         trace.memory_latency_s = time.perf_counter() - start
-        user_text = render_options(text, options) if options else text
+        shown = prompt or text
+        user_text = render_options(shown, options) if options else shown
         messages = self._build_messages(context, user_text, trace, now=timestamp)
         self.last_messages = trace.messages = messages
         if not answer:
@@ -135,7 +143,7 @@ class Agent:
             trace.prompt_tokens = self.llm.count_message_tokens(messages)
             return trace
         try:
-            completion = self._answer(messages, options)
+            completion = self._answer(messages, options, max_tokens)
         except LLMError as exc:
             trace.error = f"{type(exc).__name__}: {exc}"
             return trace
@@ -143,15 +151,22 @@ class Agent:
         if options:
             trace.choice = parse_letter(completion.text, len(options))
         if store:
-            start = time.perf_counter()
-            self._store(text, completion.text, timestamp, session_id)
-            trace.memory_latency_s += time.perf_counter() - start
-            self._auto_sleep(trace)
+            self.commit(text, trace, timestamp=timestamp, session_id=session_id)
         return trace
 
-    def _answer(self, messages: list[Message], options: list[str] | None) -> Completion:
+    def commit(self, text: str, trace: TurnTrace, *, timestamp: datetime | None = None,
+               session_id: str | None = None) -> TurnTrace:
+        """Store an answered turn (``text`` and ``trace.reply``), then the auto-sleep check."""
+        start = time.perf_counter()
+        self._store(text, trace.reply, timestamp, session_id)
+        trace.memory_latency_s += time.perf_counter() - start
+        self._auto_sleep(trace)
+        return trace
+
+    def _answer(self, messages: list[Message], options: list[str] | None,
+                max_tokens: int | None = None) -> Completion:
         if not options:
-            return self.llm.complete(messages, max_tokens=self.max_tokens)
+            return self.llm.complete(messages, max_tokens=max_tokens or self.max_tokens)
         return self.llm.complete(messages, max_tokens=8, choices=list(letters(len(options))))
 
     def observe(self, user: str, assistant: str, *, timestamp: datetime | None = None,

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memlab.errors import ConfigError
 
 
 def default_cache_dir() -> Path:
@@ -52,8 +54,47 @@ class Settings(BaseSettings):
         180.0, gt=0, description="overall deadline of one model call across all its retries")
     store_timeout_s: float = Field(
         5.0, gt=0, description="deadline of one call to a store server (Redis, chroma)")
+    max_failed_share: float = Field(
+        0.0, ge=0, le=1, description="share of a run's answering calls that may fail before "
+                                     "the run ends as failed (0: any failed answer fails it)")
+    api_token: SecretStr | None = Field(
+        None, description="bearer token the agent server requires (needed beyond loopback)")
+    server_deadline_s: float = Field(
+        300.0, gt=0, description="agent server: a request not answered within it gets 504 and "
+                                 "stores nothing")
+    server_read_timeout_s: float = Field(
+        30.0, gt=0, description="agent server: deadline for receiving a request's body")
+    server_max_body_bytes: int = Field(
+        10 * 1024 * 1024, ge=1024, description="agent server: larger bodies get 413")
+
+    @field_validator("api_token")
+    @classmethod
+    def _blank_token_is_none(cls, value: SecretStr | None) -> SecretStr | None:
+        """``MEMLAB_API_TOKEN=""`` means no token (never a token everyone knows)."""
+        return value if value is not None and value.get_secret_value().strip() else None
 
 
 def get_settings(**overrides) -> Settings:
-    """Read settings from the environment, with keyword arguments taking precedence."""
-    return Settings(**overrides)
+    """Read settings from the environment, with keyword arguments taking precedence.
+
+    Raises:
+        ConfigError: a value does not fit its field; the message names the variable
+            (``MEMLAB_N_CTX``) or keyword, the value and the rule.
+    """
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(settings_message(exc, overrides)) from None
+
+
+def settings_message(exc: ValidationError, overrides: dict) -> str:
+    """One line naming each bad setting as the user wrote it (variable or keyword)."""
+    parts = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error.get("loc") else "settings"
+        where = (f"keyword {field}" if field in overrides
+                 else f"environment variable MEMLAB_{field.upper()}")
+        value = error.get("input")
+        shown = f"={value!r}" if isinstance(value, str | int | float) else ""
+        parts.append(f"{where}{shown}: {error['msg']}")
+    return "; ".join(parts)

@@ -11,6 +11,10 @@ class ConfigError(MemlabError, ValueError):
     """A user-supplied setting or input is invalid; the message names the field and the rule."""
 
 
+class RunLockedError(ConfigError):
+    """Another process holds a run folder's lock; the message names it (pid, host, start)."""
+
+
 class UnknownBackendError(ConfigError, KeyError):
     """A registry was asked for a name it does not know."""
 
@@ -55,6 +59,11 @@ class StructuredOutputError(LLMError):
         super().__init__(message)
         self.raw_text = raw_text
         self.errors = list(errors or [])
+
+
+class RunFailedError(MemlabError):
+    """A run ended as ``failed``: more of its answering calls failed than ``max_failed_share``
+    allows (the message gives the count and the first error; running it again retries them)."""
 
 
 class StoreError(MemlabError):

@@ -48,6 +48,7 @@ from memlab.gridspec import (  # noqa: F401 - the grid's vocabulary, re-exported
     validate_spec,
 )
 from memlab.notebooks import notebook_path
+from memlab.userfiles import writable_folder
 
 
 class GridInterrupted(KeyboardInterrupt):
@@ -183,7 +184,12 @@ def _dask_map(task: Callable, cells: list[RunSpec], scheduler: Any) -> Iterator[
         raise MissingDependencyError(
             "a Dask scheduler was given but dask.distributed is not installed: "
             "pip install 'memlab[dask]'") from exc
-    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    try:
+        client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    except ValueError as exc:  # distributed's word for an address it cannot parse
+        raise ConfigError(f"--scheduler {scheduler!r} (MEMLAB_DASK_SCHEDULER): not a Dask "
+                          f"scheduler address ({exc}); give one like tcp://10.0.0.5:8786") \
+            from None
     futures = []
     try:
         futures = client.map(task, cells, pure=False)
@@ -214,7 +220,7 @@ def run_grid(cells: list[RunSpec], results_dir: str | Path, *, notebook: str | P
     """
     from functools import partial
 
-    results = Path(results_dir).resolve()
+    results = writable_folder(results_dir, "results folder").resolve()
     notebook = Path(notebook or notebook_path("condition")).resolve()
     if not notebook.is_file():
         raise ConfigError(f"notebook {str(notebook)!r}: no such file")
@@ -224,7 +230,8 @@ def run_grid(cells: list[RunSpec], results_dir: str | Path, *, notebook: str | P
     todo = by_expected_cost([c for c in cells if not is_complete(c.run_dir(results), c)])
     done = {c.run_id: CellResult(run_id=c.run_id, status="skipped") for c in cells
             if c not in todo}
-    bar = tqdm(total=len(cells), initial=len(done), desc="grid", unit="cell", disable=not progress)
+    bar = tqdm(total=len(cells), initial=len(done), desc="grid", unit="cell", leave=False,
+               disable=not progress)  # cleared at the end: the command prints the outcome
     stream = (_dask_map(task, todo, scheduler) if scheduler
               else pool_map(task, todo, workers or default_workers(todo)))
     try:

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memlab.bench.base import SUITES
 from memlab.bench.questions import answered_tests, is_answered
 from memlab.bench.spec import RunSpec
 from memlab.errors import ConfigError, fields_message
-from memlab.memory.base import MEMORIES
+from memlab.memory.base import CONDITIONS, MEMORIES
 from memlab.stats import min_detectable_difference
+from memlab.userfiles import load_yaml
 
 
 class GridSpec(BaseModel):
@@ -46,8 +46,9 @@ class GridSpec(BaseModel):
 
     name: str
     description: str = ""
-    conditions: list[str] = Field(default_factory=MEMORIES.names)
-    suites: list[str] = Field(default_factory=SUITES.names)
+    conditions: list[str] = Field(default_factory=lambda: list(CONDITIONS),  # peers opt in
+                                  min_length=1)
+    suites: list[str] = Field(default_factory=SUITES.names, min_length=1)
     spans: dict[str, list[int]]
     seeds: list[int] = Field(default_factory=lambda: [0])
     evidence_seeds: list[int] = Field(default_factory=list)
@@ -60,6 +61,9 @@ class GridSpec(BaseModel):
     embedder: str = "minilm"
     needle_replies: Literal["model", "scripted"] = "model"
     sleep_probes: bool = Field(True, description="add Table 2's cells for the sleep condition")
+    one_seed: list[str] = Field(default_factory=list, description=(
+        "suites run at the first seed only, without evidence-only seeds or Table 2 cells (the "
+        "published data sets: another seed would replay the same conversations)"))
     expected_minutes: float | None = None
 
     @field_validator("conditions")
@@ -90,6 +94,9 @@ class GridSpec(BaseModel):
                  for s in self.suites for span in self.spans[s]
                  for seed, protocol in self._seed_protocols(s)
                  for c in self._conditions(protocol)]
+        if not cells:
+            raise ConfigError(f"grid {self.name!r}: no cells (seeds and evidence_seeds are "
+                              "both empty)")
         ids = [cell.run_id for cell in cells]
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
@@ -99,6 +106,8 @@ class GridSpec(BaseModel):
 
     def _seed_protocols(self, suite: str) -> list[tuple[int, dict[str, Any]]]:
         answered = self.answered.get(suite)
+        if suite in self.one_seed:
+            return [(self.seeds[0], {"answered": answered})] if self.seeds else []
         out = [(seed, {"answered": answered}) for seed in self.seeds]
         out += [(seed, {"answered": 0}) for seed in self.evidence_seeds]
         if self.sleep_probes and "sleep" in self.conditions and self.seeds:
@@ -203,6 +212,41 @@ FULL = GridSpec(
 )
 SPECS = {"quick": QUICK, "standard": STANDARD, "full": FULL}
 
+# The published suites' cells per grid size (``memlab paper --locomo PATH --longmemeval PATH``):
+# the span sizes the answering window (26k holds LoCoMo's longest conversation in a 32k window;
+# LongMemEval_s histories, ~115k tokens, are cut by full_context at the 32k maximum); answered:
+# questions the model answers (a seeded sample, the same in every condition; the others are
+# measured for evidence recall). LoCoMo asks categories 1-4 (Mem0's protocol).
+PUBLISHED_SIZES: dict[str, dict[str, dict[str, Any]]] = {
+    "quick": {"locomo": {"span": 26000, "answered": 24, "options": {"conversations": 1}},
+              "longmemeval": {"span": 32000, "answered": None, "options": {"instances": 5}}},
+    "standard": {"locomo": {"span": 26000, "answered": 100, "options": {"conversations": 3}},
+                 "longmemeval": {"span": 32000, "answered": None,
+                                 "options": {"instances": 30}}},
+    "full": {"locomo": {"span": 26000, "answered": None, "options": {}},
+             "longmemeval": {"span": 32000, "answered": None, "options": {}}},
+}
+
+
+def with_published(spec: GridSpec, data: dict[str, str | None]) -> GridSpec:
+    """``spec`` with the published suites whose data file ``data`` names (suite -> path) added
+    at ``PUBLISHED_SIZES`` for its size (a spec of another name gets the quick sizes)."""
+    sizes = PUBLISHED_SIZES.get(spec.name, PUBLISHED_SIZES["quick"])
+    update = spec.model_dump()
+    for suite, path in data.items():
+        if not path:
+            continue
+        size = sizes[suite]
+        update["suites"] = [s for s in update["suites"] if s != suite] + [suite]
+        update["spans"] = update["spans"] | {suite: [size["span"]]}
+        update["suite_options"] = update["suite_options"] | {suite: {**size["options"],
+                                                                   "data": str(path)}}
+        update["answered"] = {k: v for k, v in update["answered"].items() if k != suite}
+        if size["answered"] is not None:
+            update["answered"][suite] = size["answered"]
+        update["one_seed"] = sorted(set(update["one_seed"]) | {suite})
+    return validate_spec(update, spec.name)
+
 
 def validate_spec(values: dict[str, Any], source: str) -> GridSpec:
     """GridSpec from ``values``; a bad field raises ConfigError naming it and the rule."""
@@ -221,10 +265,7 @@ def load_spec(name_or_path: str | Path) -> GridSpec:
     if not path.is_file():
         raise ConfigError(f"grid spec {str(name_or_path)!r}: not a built-in spec "
                           f"({', '.join(SPECS)}) nor a YAML file")
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"grid spec {path}: not valid UTF-8 YAML ({exc})") from exc
+    values = load_yaml(path, "grid spec") or {}
     if not isinstance(values, dict):
         raise ConfigError(f"grid spec {path}: expected a mapping of GridSpec fields")
     return validate_spec(values, str(path))

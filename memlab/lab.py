@@ -34,6 +34,7 @@ from memlab.report.views import (  # noqa: F401 - re-exported for notebooks
     table2,
     transcripts,
 )
+from memlab.userfiles import writable_folder
 
 LOCAL_TIERS = ("0.5b", "1.5b", "135m")
 
@@ -58,7 +59,8 @@ def make_llm(llm: str | None = None, model: str | None = None, **kwargs: Any):
 
 
 def make_models(spec: RunSpec) -> tuple[Any, Any]:
-    """The answering model (window sized to the run) and the memory's own model of ``spec``.
+    """The answering model (window sized to the run) and the memory's own model of ``spec``
+    (window: the configured one, or what the condition needs, ``memory_context_window``).
 
     The memory model is the answering client itself when both name the same model.
     """
@@ -68,9 +70,10 @@ def make_models(spec: RunSpec) -> tuple[Any, Any]:
     model = spec.memory_llm_model or settings.memory_llm_model
     if model is None:
         model = "0.5b" if provider == "local" else spec.llm_model
-    if provider == spec.llm and model == spec.llm_model:
+    needs = MEMORIES.resolve(spec.condition).memory_context_window or 0
+    if provider == spec.llm and model == spec.llm_model and answering.context_window >= needs:
         return answering, answering
-    return answering, make_llm(provider, model)
+    return answering, make_llm(provider, model, n_ctx=max(settings.n_ctx, needs))
 
 
 def make_embedder(embedder: str | None = None):
@@ -127,11 +130,16 @@ def run_condition(condition: str, suite: str, span: int, seed: int = 0, *,
 # ---------------------------------------------------------------- an agent by hand
 def make_agent(condition: str = "sleep", *, llm: Any, embedder: Any,
                workdir: str | Path = "results/tour", user_id: str = "tour-user"):
-    """An Agent of ``condition`` for ``user_id``, with its stores in ``workdir``."""
+    """An Agent of ``condition`` for ``user_id``, with its stores in ``workdir``.
+
+    On servers (``MEMLAB_REDIS_URL``, ``MEMLAB_CHROMA_URL``, ``MEMLAB_SQL_URL``) its memory lives
+    under a namespace derived from ``workdir``: reopened on the same folder it finds its memory,
+    and another folder never shares it.
+    """
     from memlab.agent import Agent
 
     MEMORIES.resolve(condition)  # UnknownBackendError (a ConfigError) lists the conditions
-    Path(workdir).mkdir(parents=True, exist_ok=True)
+    writable_folder(workdir, "agent workdir")
     memory = MEMORIES.create(condition, scope=Scope(user_id=user_id, agent_id=condition),
                              llm=llm, embedder=embedder, workdir=Path(workdir))
     return Agent(memory, llm)

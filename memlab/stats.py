@@ -12,7 +12,8 @@ Which interval a number gets depends on what it is:
 - a sum over test types of mean scores (the LTM suite score): :func:`sum_of_means_ci`.
 
 Paired comparisons (the same questions under two conditions): :func:`mcnemar` for 0/1 outcomes
-(exact test, Newcombe's interval for the difference), :func:`paired_bootstrap` for means;
+(exact test, Newcombe's interval for the difference), :func:`paired_bootstrap` for means,
+:func:`paired` picking between the two from the values;
 :func:`holm` corrects a family of p-values; :func:`min_detectable_difference` says which paired
 difference n questions can detect.
 
@@ -316,6 +317,17 @@ def paired_bootstrap(first: Iterable[float], second: Iterable[float], *, level: 
     cell = mean_ci(diffs, level=level, method="bootstrap", n_boot=n_boot, seed=seed)
     return PairedTest(cell.estimate, cell.low, cell.high, cell.n,
                       _sign_flip_p(diffs, n_boot, seed), method)
+
+
+def paired(first: Iterable[float], second: Iterable[float], *, level: float = 0.95,
+           n_boot: int = 10_000, seed: int = 0) -> PairedTest:
+    """The paired comparison a pair of outcome sequences calls for: :func:`mcnemar` when every
+    value (of the pairs without NaN) is 0 or 1, else :func:`paired_bootstrap` (fractional
+    scores). ``second - first``, as both."""
+    a, b = _pairs(first, second)
+    if _binary(a) and _binary(b):
+        return mcnemar(a, b, level=level)
+    return paired_bootstrap(a, b, level=level, n_boot=n_boot, seed=seed)
 
 
 def _sign_flip_p(diffs: np.ndarray, n_flips: int, seed: int) -> float:

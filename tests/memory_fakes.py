@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from memlab.llm.base import Message
 from memlab.llm.fake import FakeLLM
@@ -66,16 +67,20 @@ def role_of(messages: list[Message]) -> str:
     return "answer"
 
 
-def memory_llm(answer: str = "ok", *, broken: set[str] | frozenset[str] = frozenset(),
+def memory_llm(answer: str | Callable[[list[Message]], str] = "ok", *,
+               broken: set[str] | frozenset[str] = frozenset(),
                context_window: int = 4096) -> FakeLLM:
     """A FakeLLM answering extraction, compression and schema prompts; roles in ``broken``
-    (read at call time, so a test may change the set between calls) get non-JSON garbage."""
+    (read at call time, so a test may change the set between calls) get non-JSON garbage.
+    ``answer`` is the reply to anything else, or a function of the messages giving it."""
     handlers = {"extract": _extract, "compress": _compress, "schema": _schema}
 
     def reply(messages: list[Message]) -> str:
         role = role_of(messages)
         if role in broken:
             return "Sorry, I cannot do that {not json"
-        return handlers[role](messages) if role in handlers else answer
+        if role in handlers:
+            return handlers[role](messages)
+        return answer(messages) if callable(answer) else answer
 
     return FakeLLM([reply], context_window=context_window)

@@ -88,3 +88,16 @@ def test_a_context_that_is_not_json_is_named(tmp_path):
     with pytest.raises(ConfigError, match="shared context 'abc' is not a JSON") as info:
         PersonaMemSuite(questions, contexts)
     assert str(contexts) in str(info.value) and digests(questions, contexts) == before
+
+
+@pytest.mark.parametrize("which", ["questions", "contexts"])
+def test_a_file_that_is_not_utf8_is_named_with_the_offset(tmp_path, which):
+    questions, contexts = write(tmp_path, nine_rows())
+    target = questions if which == "questions" else contexts
+    data = target.read_bytes()
+    target.write_bytes(data[:40] + b"\xe9t\xe9" + data[40:])  # latin-1 accents
+    before = digests(questions, contexts)
+    with pytest.raises(ConfigError) as info:
+        PersonaMemSuite(questions, contexts)
+    assert f"'{target}': not UTF-8 text (byte 0xe9 at offset" in str(info.value)
+    assert "save it as UTF-8" in str(info.value) and digests(questions, contexts) == before

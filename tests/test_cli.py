@@ -1,23 +1,16 @@
-"""The memlab command (exit codes, one-line user errors) and the HTTP agent wrapper."""
+"""The memlab command (exit codes, one-line user errors); the agent server is in test_server*.py."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import threading
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 from test_report_fixtures import write_results, write_run
 
 from memlab import cli, grid
-from memlab.agent import Agent
-from memlab.llm.fake import FakeLLM
-from memlab.memory.base import MEMORIES, Scope
-from memlab.server import AgentServer
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +27,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 def test_help_teaches_and_exits_zero():
     done = run_cli("--help")
     assert done.returncode == 0
-    for command in ("run", "grid", "paper", "lab", "goodai-rescore", "serve"):
+    for command in ("run", "grid", "paper", "lab", "goodai-rescore", "goodai-run", "serve"):
         assert command in done.stdout
     assert "example" in run_cli("grid", "--help").stdout
 
@@ -47,6 +40,10 @@ def test_help_teaches_and_exits_zero():
      "argument --span: must be a whole number, got '1e8'"),
     (("run", "-c", "rag", "-s", "ltm", "--span", "200000", "--llm", "fake"),
      "field 'span': Input should be less than or equal to 131072"),
+    (("run", "-c", "rag", "-s", "ltm", "-o", "colour=3", "--llm", "fake", "--embedder",
+      "hashing"), "suite 'ltm' does not accept ['colour']; it accepts: examples, types"),
+    (("run", "-c", "rag", "-s", "ltm", "-o", "examples", "--llm", "fake"),
+     "option 'examples': expected KEY=VALUE"),
     (("grid", "--workers", "-3"), "argument --workers: must not be negative"),
     (("grid", "--seeds", "0,0", "--llm", "fake"), "cells repeat"),
     (("grid", "--spec", "missing.yaml"), "not a built-in spec"),
@@ -100,45 +97,3 @@ def test_goodai_rescore_prints_a_report(capsys):
         pytest.skip(f"published GoodAI results not found at {folder}")
     assert cli.main(["goodai-rescore", str(folder)]) == 0
     assert "Conformance" in capsys.readouterr().out
-
-
-# ---------------------------------------------------------------- server
-@pytest.fixture
-def server(tmp_path):
-    memory = MEMORIES.create("vanilla", scope=Scope(user_id="u"), workdir=tmp_path)
-    srv = AgentServer(Agent(memory, FakeLLM(["hello Ana"])), port=0, condition="vanilla")
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-
-
-def post(url: str, body: bytes) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
-def test_server_answers_a_turn_payload(server):
-    status, body = post(f"{server.url}/turn", b'{"history": "", "message": "Hi, I am Ana."}')
-    assert status == 200 and body["reply"] == "hello Ana"
-    assert body["prompt_tokens"] > 0 and "memory_latency_s" in body
-    with urllib.request.urlopen(f"{server.url}/health", timeout=10) as response:
-        assert json.loads(response.read())["turns"] == 1
-
-
-@pytest.mark.parametrize("body, field", [
-    (b'{"history": ""}', "field 'message'"),
-    (b'{"history": "", "message": 5}', "field 'message'"),
-    (b'{"message": "hi"}', "field 'history'"),
-    (b'{"history": "", "message": "hi", "extra": 1}', "field 'extra'"),
-    (b"not json", "field 'body'"),
-])
-def test_server_rejects_bad_payloads_naming_the_field(server, body, field):
-    status, answer = post(f"{server.url}/turn", body)
-    assert status == 400 and field in answer["error"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from memlab import stats
@@ -160,3 +161,22 @@ def test_probes_are_left_out_of_table1_and_suite_ranks_win():
     assert set(metrics.long_horizon_qa(turns)) == {7, 8}
     assert metrics.cue_based_recall(turns, "main") == {6: 1.0}
     assert metrics.delayed_recall(turns, "main") == {7: 1.0}
+
+
+def test_answer_metrics_leave_out_questions_the_model_was_not_asked():
+    """An evidence-only question (``answered`` False: reply "", no choice) is absent from the
+    metrics of the answer, not counted wrong; the prompt metrics still count it."""
+    not_asked = {"answered": False}
+    turns = CONVERSATION + [
+        question(6, "s2", RIGHT, evidence=[0], memory_events=[0]),
+        question(7, "s2", "", evidence=[0], memory_events=[0], **not_asked),
+        question(8, "s2", "", evidence=[0], memory_events=[], **not_asked),
+        question(9, "s2", WRONG_B, evidence=[0], answered=True),
+    ]
+    assert metrics.long_horizon_qa(turns) == {6: 1.0, 9: 0.0}
+    assert set(metrics.hallucination_rate(turns)) == {6, 9}
+    assert metrics.delayed_recall(turns, "main") == {6: 1.0, 9: 0.0}
+    assert metrics.multi_session_continuity(turns) == {6: 1.0, 7: 1.0, 8: 0.0, 9: 0.0}
+    # a record without the field (a run before evidence-only questions) counts as answered
+    assert metrics.answered_value(None) and metrics.answered_value(float("nan"))
+    assert not metrics.answered_value(False) and not metrics.answered_value(np.bool_(False))

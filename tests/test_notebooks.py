@@ -156,14 +156,32 @@ def test_sleep_probes_notebook_runs_table2_protocol(tmp_path):
     assert "episodes_considered" in text_outputs(notebook)
 
 
-def test_paper_notebook_writes_figures_and_tables(tmp_path):
+PAPER_FIGURES = ("accuracy_vs_tokens", "paired_accuracy", "evidence_recall", "paired_recall",
+                 "ltm_ceilings", "ltm_vs_span", "persona_by_type", "table2_sleep", "latency")
+
+
+def test_paper_notebook_writes_figures_and_tables_and_explains_each(tmp_path):
     results = write_results(tmp_path / "results", seeds=(0,), spans=(1000,))
-    execute("paper", tmp_path, results_dir=str(results), figures_dir=str(tmp_path / "figures"))
-    for name in ("accuracy_vs_tokens", "ltm_vs_span", "persona_by_type", "table2_sleep",
-                 "latency"):
+    notebook = execute("paper", tmp_path, results_dir=str(results),
+                       figures_dir=str(tmp_path / "figures"))
+    for name in PAPER_FIGURES:
         assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 10_000
         assert (tmp_path / "figures" / f"{name}.pdf").stat().st_size > 5_000
-    assert (tmp_path / "figures" / "tables" / "overview.tex").exists()
+    for name in ("overview", "accuracy", "evidence_recall", "paired_accuracy", "ltm_ceilings"):
+        for ext in ("csv", "tex", "md"):
+            assert (tmp_path / "figures" / "tables" / f"{name}.{ext}").exists()
+    # every figure and table the notebook shows sits under a markdown cell saying what it
+    # shows (a figure and its table may share one)
+    def shows(cell):
+        return cell.cell_type == "code" and re.match(r"(Image|Markdown)\(", cell.source)
+
+    for before, cell in zip(notebook.cells, notebook.cells[1:], strict=False):
+        if shows(cell):
+            assert before.cell_type == "markdown" or shows(before), cell.source
+    shown = [o for c in notebook.cells for o in c.get("outputs", [])]
+    assert sum("image/png" in o.get("data", {}) for o in shown) == len(PAPER_FIGURES)
+    assert any("evidence recall (%)" in o.get("data", {}).get("text/markdown", "")
+               for o in shown)
 
 
 def test_tour_notebook_walks_a_conversation_and_a_sleep_cycle(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -22,60 +23,77 @@ def results(tmp_path_factory):
 
 def test_runs_frame_reads_complete_runs_only_in_condition_order(results):
     runs = data.runs_frame(results)
-    # every condition x (2 seeds x 2 LTM spans + 2 persona)
-    assert len(runs) == len(CONDITIONS) * (2 * 2 + 2)
+    # every condition x (2 seeds x 2 LTM spans + 2 persona), and sleep's 2 Table 2 runs
+    assert len(runs) == len(CONDITIONS) * (2 * 2 + 2) + 2
     assert "running" not in set(runs["status"])
     assert list(runs["condition"].cat.categories[:len(CONDITIONS)]) == list(CONDITIONS)
     assert set(runs["span"]) == {1000, 2000, 4000}
+    assert set(runs[runs["probes"]]["run_id"]) == {"persona-sleep-2000-s0-probes",
+                                                   "persona-sleep-2000-s1-probes"}
+
+
+def _scores(results, pattern, answered_only=True):
+    """The main-phase scores of the run folders matching ``pattern`` (answered tests only)."""
+    rows = [json.loads(line) for path in results.glob(f"{pattern}/scores.jsonl")
+            for line in path.read_text().splitlines()]
+    return [s for s in rows if s["phase"] == "main" and (s["answered"] or not answered_only)]
 
 
 def _ltm_scores(results, condition):
-    return [json.loads(line) for path in results.glob(f"ltm-{condition}-*/scores.jsonl")
-            for line in path.read_text().splitlines()]
+    return _scores(results, f"ltm-{condition}-*")
 
 
-def test_accuracy_of_pass_fail_tests_has_a_wilson_interval(results):
+def test_accuracy_counts_answered_tests_only_with_a_wilson_interval(results):
     frame = summary.accuracy_tokens(data.scores_frame(results), data.turns_frame(results))
     for condition in ("full_context", "rag", "hybrid"):  # vanilla has a running run too
-        row = frame[(frame["suite"] == "ltm") & (frame["condition"] == condition)].iloc[0]
-        scores = _ltm_scores(results, condition)
-        wilson = stats.proportion_ci(sum(s["score"] for s in scores), len(scores)).scaled(100)
-        assert (row["accuracy_low"], row["accuracy_high"]) == pytest.approx(
-            (wilson.low, wilson.high))
-        assert row["accuracy_low"] < row["accuracy_high"]
+        for span in (1000, 4000):
+            row = frame[(frame["suite"] == "ltm") & (frame["condition"] == condition)
+                        & (frame["span"] == span)].iloc[0]
+            scores = _scores(results, f"ltm-{condition}-{span}-s*")
+            assert len(scores) == 12 == row["accuracy_n"]  # 6 of 8 tests answered, 2 seeds
+            assert len(_scores(results, f"ltm-{condition}-{span}-s*", False)) == 16
+            wilson = stats.proportion_ci(sum(s["score"] for s in scores), 12).scaled(100)
+            assert (row["accuracy"], row["accuracy_low"], row["accuracy_high"]) == pytest.approx(
+                (wilson.estimate, wilson.low, wilson.high))
     # every answer of a condition costs the same tokens here: a zero-spread t interval
     assert (frame["tokens_low"] == frame["tokens"]).all()
+
+
+def test_a_table2_run_counts_in_table2_only(results):
+    frame = summary.accuracy_tokens(data.scores_frame(results), data.turns_frame(results))
+    row = frame[(frame["suite"] == "persona") & (frame["condition"] == "sleep")].iloc[0]
+    ordinary = _scores(results, "persona-sleep-2000-s?")
+    assert row["accuracy_n"] == len(ordinary) == 12
+    assert row["accuracy"] == pytest.approx(100 * sum(s["score"] for s in ordinary) / 12)
 
 
 def test_scores_by_type_shows_low_high_intervals(results):
     scores = data.scores_frame(results / "persona-sleep-2000-s0-probes")
     table = summary.scores_by_type(scores).set_index("test_type")
-    assert list(table.columns) == ["n", "score (%)", "95% CI"] and table["n"].sum() == 8
-    main = scores[scores["phase"] == "main"]
+    assert list(table.columns) == ["n", "score (%)", "95% CI"] and table["n"].sum() == 6
+    main = scores[(scores["phase"] == "main") & scores["answered"]]
     for test_type, group in main.groupby("test_type"):
         wilson = stats.proportion_ci(group["fraction"].sum(), len(group)).scaled(100)
         assert table.loc[test_type, "95% CI"] == f"{wilson.low:.1f}-{wilson.high:.1f}"
     assert summary.scores_by_type(scores, phase="post_sleep")["n"].sum() == 4
 
 
-def test_accuracy_and_tokens_per_condition_agree_with_the_files(results):
+def test_tokens_per_answer_agree_with_the_files(results):
     frame = summary.accuracy_tokens(data.scores_frame(results), data.turns_frame(results))
     row = frame[(frame["suite"] == "ltm") & (frame["condition"] == "rag")].iloc[0]
-    scores = [json.loads(line) for path in results.glob("ltm-rag-*/scores.jsonl")
-              for line in path.read_text().splitlines()]
-    assert row["accuracy"] == pytest.approx(100 * sum(s["score"] for s in scores) / len(scores))
-    assert row["accuracy_n"] == len(scores)
     assert row["tokens"] == pytest.approx(100 + 50 * CONDITIONS.index("rag"))
+    assert row["tokens_n"] == 2 * (8 + 6)  # per seed: 8 needles and 6 answered questions
 
 
 def test_ltm_score_is_the_sum_over_types_of_the_mean(tmp_path):
-    write_run(tmp_path, "vanilla", "ltm", 0, 1000)
+    write_run(tmp_path, "rag", "ltm", 0, 1000)
     scores = data.scores_frame(tmp_path)
-    expected = scores.groupby("test_type")["fraction"].mean().sum()
+    answered = scores[scores["answered"]]
+    expected = answered.groupby("test_type")["fraction"].mean().sum()
     frame = summary.ltm_by_span(scores)
     assert frame.iloc[0]["score"] == pytest.approx(expected)
-    assert frame.iloc[0]["n_types"] == 4 and frame.iloc[0]["score_n"] == 8
-    interval = stats.sum_of_means_ci(g["fraction"] for _, g in scores.groupby("test_type"))
+    assert frame.iloc[0]["n_types"] == 4 and frame.iloc[0]["score_n"] == 6
+    interval = stats.sum_of_means_ci(g["fraction"] for _, g in answered.groupby("test_type"))
     assert (frame.iloc[0]["score_low"], frame.iloc[0]["score_high"]) == pytest.approx(
         (interval.low, interval.high))
     assert 0 <= interval.low < interval.estimate < interval.high <= 4
@@ -90,35 +108,61 @@ def test_table2_from_scores_gives_pre_post_and_delta(results):
     assert all(err == (0.0, 0.0) for err in frame["pre_err"])
 
 
+def test_table2_shows_what_the_forced_cycles_did(results):
+    """Beside the probes: the cycles' counts summed over the suite's Table 2 runs (two seeds,
+    each manifest's sleep_stats as written by the fixture)."""
+    frame = tables.bench_table("table2")(results)
+    assert set(frame["suite"]) == {"persona"} and len(frame) == 5
+    row = frame.iloc[0]
+    assert (row["cycles"], row["episodes_considered"], row["episodes_replayed"],
+            row["memories_formed"], row["schemas_formed"], row["episodes_forgotten"],
+            row["cycle_failures"]) == (2, 24, 20, 4, 2, 6, 2)
+    caption = summary.cycle_caption(frame)
+    assert caption.startswith("persona: 2 forced cycle(s) over 24 unconsolidated episodes")
+    assert "4 memories and 2 schemas formed, 6 episodes forgotten; 2 failed steps" in caption
+
+
 def test_persona_matrix_has_a_row_per_condition(results):
     matrix = summary.persona_by_type(data.scores_frame(results))
     assert list(matrix.index) == list(CONDITIONS)
     assert matrix.shape[1] == 4 and matrix.values.min() >= 0 and matrix.values.max() <= 100
+    counts = summary.persona_by_type(data.scores_frame(results), counts=True)
+    # 6 answered questions a run, 2 seeds; sleep's Table 2 runs are not counted again
+    assert (counts.sum(axis=1) == 12).all() and counts.shape == matrix.shape
 
 
 def _is_png(path):
     return path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+FIGURES = {"accuracy_vs_tokens", "paired_accuracy", "evidence_recall", "paired_recall",
+           "ltm_ceilings", "ltm_vs_span", "persona_by_type", "table2_sleep", "latency"}
+TABLES = {"overview", "accuracy", "evidence_recall", "paired_accuracy", "paired_recall",
+          "ltm_ceilings", "table1", "table2", "ltm_scores", "persona_by_type", "costs"}
+
+
 def test_write_paper_writes_every_figure_and_table(results, tmp_path):
     written = write_paper(results, tmp_path / "figures")
-    assert set(written["figures"]) == {"accuracy_vs_tokens", "ltm_vs_span", "persona_by_type",
-                                       "table2_sleep", "latency"}
+    assert set(written["figures"]) == FIGURES and set(written["tables"]) == TABLES
     for png, pdf in written["figures"].values():
         assert _is_png(png) and png.stat().st_size > 20_000
         assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 5_000
-    assert {"overview", "table1", "table2", "costs"} <= set(written["tables"])
     csv, tex, md = written["tables"]["overview"]
-    overview = pd.read_csv(csv)
-    assert len(overview) == 2 * len(CONDITIONS)
-    assert list(overview.columns[:8]) == ["suite", "condition", "accuracy (%)", "95% CI", "n",
-                                          "tokens", "tokens 95% CI", "answers"]
-    assert overview["95% CI"].str.fullmatch(r"\d+\.\d-\d+\.\d").all()
-    row = overview[(overview["suite"] == "ltm") & (overview["condition"] == "rag")].iloc[0]
-    scores = _ltm_scores(results, "rag")
-    wilson = stats.proportion_ci(sum(s["score"] for s in scores), len(scores)).scaled(100)
-    assert row["95% CI"] == wilson.text() and row["n"] == len(scores)
-    assert "\\begin{tabular}" in tex.read_text() and md.read_text().startswith("| suite")
+    overview = pd.read_csv(csv)  # the numbers: proportions with their interval ends and n
+    assert len(overview) == 2 * len(CONDITIONS) + len(CONDITIONS)  # LTM at two spans
+    row = overview[(overview["suite"] == "ltm") & (overview["condition"] == "rag")
+                   & (overview["span"] == 1000)].iloc[0]
+    scores = _scores(results, "ltm-rag-1000-s*")
+    wilson = stats.proportion_ci(sum(s["score"] for s in scores), len(scores))
+    assert (row["accuracy"], row["accuracy_low"], row["accuracy_high"], row["accuracy_n"]) == \
+        pytest.approx((wilson.estimate, wilson.low, wilson.high, 12))
+    assert row["recall_n"] == 16 and row["answers"] == 2 * (8 + 6)
+    assert row["model_calls"] == 2 * (8 + 6)  # the manifests' recorded calls
+    shown = md.read_text()  # what a reader sees: percent, the interval as text, n
+    assert re.match(r"\| suite +\| span +\| condition +\| accuracy \(%\) +\| 95% CI +\| n +\|",
+                    shown)
+    assert re.search(rf"\| {re.escape(wilson.scaled(100).text())} +\|", shown)
+    assert "\\begin{tabular}" in tex.read_text() and "recall 95\\% CI" in tex.read_text()
 
 
 def test_figures_use_one_colour_per_condition_in_condition_order():
@@ -149,7 +193,7 @@ def test_lab_views_of_one_run(results):
     run_dir = results / "persona-sleep-2000-s0-probes"
     assert lab.run_summary(run_dir)["condition"] == "sleep"
     by_type = lab.scores_by_type(run_dir)
-    assert by_type["n"].sum() == 8
+    assert by_type["n"].sum() == 6  # the answered tests
     assert len(lab.table2(run_dir)) == 4
     costs = lab.costs(run_dir)
     assert costs.loc[("main", "needle"), "answers"] == 8
@@ -184,3 +228,29 @@ def test_background_spreads_cycles_and_storing_over_the_run_answers():
     assert (row["cycles"], row["consolidation_s"], row["storing_s"]) == (1, 4.0, 0.5)
     assert row["background_ms"] == pytest.approx(1125.0)
     assert summary.latency(turns).iloc[0]["background_ms"] == pytest.approx(1125.0)
+
+
+def test_sleep_store_views_read_runs_written_before_the_sql_layer(tmp_path, monkeypatch):
+    """A run folder from before the record stores moved to the SQL layer keeps its views: a
+    table per kind in store/*/sleep_memory.sqlite."""
+    import sqlite3
+
+    from memlab.models.sleep import ConsolidatedMemory, Schema
+
+    monkeypatch.delenv("MEMLAB_SQL_URL", raising=False)
+    run_dir = tmp_path / "persona-sleep-300-s0"
+    folder = run_dir / "store" / "attempt-1"
+    folder.mkdir(parents=True)
+    memory = ConsolidatedMemory(summary="User keeps a cat", key_concepts=["cat"],
+                                source_episode_ids=["e1", "e2"])
+    schema = Schema(name="Pets", description="animals at home", core_concepts=["cat"])
+    with sqlite3.connect(folder / "sleep_memory.sqlite") as db:
+        for table, record in (("consolidated_memories", memory), ("schemas", schema)):
+            db.execute(f"CREATE TABLE {table} (scope TEXT, id TEXT, seq INTEGER, data TEXT, "
+                       "embedding BLOB, embedder TEXT)")
+            db.execute(f"INSERT INTO {table} VALUES ('u', ?, 0, ?, x'', 'hashing')",
+                       (record.id, record.model_dump_json()))
+    from memlab.report import views
+
+    assert views._stored(run_dir, "consolidated_memories")[0]["summary"] == "User keeps a cat"
+    assert [r["name"] for r in views._stored(run_dir, "schemas")] == ["Pets"]

@@ -138,7 +138,8 @@ class ScriptedMemory(MemorySystem):
         return None
 
 
-def scripted_factory(condition, *, llm, embedder, workdir, scope, memory_llm=None):
+def scripted_factory(condition, *, llm, embedder, workdir, scope, memory_llm=None,
+                     namespace=None):
     return Agent(ScriptedMemory(scope, llm=llm, embedder=embedder, workdir=workdir), llm)
 
 
@@ -267,7 +268,8 @@ class UuidMemory(ScriptedMemory):
         return context
 
 
-def uuid_factory(condition, *, llm, embedder, workdir, scope, memory_llm=None):
+def uuid_factory(condition, *, llm, embedder, workdir, scope, memory_llm=None,
+                 namespace=None):
     return Agent(UuidMemory(scope, llm=llm, embedder=embedder, workdir=workdir), llm)
 
 
@@ -317,7 +319,8 @@ class SaltedMemory(ScriptedMemory):
         return context
 
 
-def salted_factory(condition, *, llm, embedder, workdir, scope, memory_llm=None):
+def salted_factory(condition, *, llm, embedder, workdir, scope, memory_llm=None,
+                   namespace=None):
     return Agent(SaltedMemory(scope, llm=llm, embedder=embedder, workdir=workdir), llm)
 
 
@@ -354,9 +357,10 @@ def _child(results_dir: str, hang_at_call: int, hang_in: str, condition: str = "
             time.sleep(600)
         return fake_reply(messages)
 
-    def factory(condition, *, llm, embedder, workdir, scope, memory_llm=None):
+    def factory(condition, *, llm, embedder, workdir, scope, memory_llm=None, namespace=None):
         make = default_agent_factory if condition == "rag" else scripted_factory
-        agent = make(condition, llm=llm, embedder=embedder, workdir=workdir, scope=scope)
+        agent = make(condition, llm=llm, embedder=embedder, workdir=workdir, scope=scope,
+                     namespace=namespace)
         observe = agent.memory.observe
 
         def hanging_observe(exchange):

@@ -126,6 +126,18 @@ def test_paired_bootstrap_of_mean_differences():
     assert stats.paired_bootstrap([1.0, math.nan, 3.0], [2.0, 5.0, math.nan]).n == 1
 
 
+def test_paired_picks_mcnemar_for_zero_one_outcomes_else_the_bootstrap():
+    first, second = _pairs(5, 1, 6, 8)
+    assert stats.paired(first, second) == stats.mcnemar(first, second)
+    # NaN pairs are dropped before the choice: the rest is still 0/1
+    assert stats.paired([*first, math.nan], [*second, 0.5]) == stats.mcnemar(first, second)
+    fractions = ([0.5, 1.0, 0.0, 0.25], [1.0, 1.0, 0.5, 0.75])
+    chosen = stats.paired(*fractions, seed=3)
+    assert chosen == stats.paired_bootstrap(*fractions, seed=3)
+    assert chosen.method.startswith("paired bootstrap") and chosen.estimate == pytest.approx(0.375)
+    assert stats.paired([], []).n == 0
+
+
 def test_holm_matches_statsmodels():
     p = [0.01, 0.04, 0.03, 0.2, 0.004, 0.5]
     reject, corrected, _, _ = multipletests(p, alpha=0.05, method="holm")

@@ -1,4 +1,9 @@
-"""The sleep system's stores (seed 002): episodic, consolidated, schema; scoped and persisted."""
+"""The sleep system's stores (seed 002): episodic, consolidated, schema; scoped and persisted.
+
+Every test runs twice: on the embedded backends (SQLite and chroma in the folder) and on the
+servers (PostgreSQL via MEMLAB_SQL_URL, a chroma server via MEMLAB_CHROMA_URL). Each test's
+folder gives its stores their own namespace, so the tests share the servers without mixing.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,15 @@ from memlab.stores.episodic import EpisodicMemoryStore
 from memlab.stores.schemas import SchemaStore
 
 T0 = datetime(2025, 9, 14, 18, 0, tzinfo=UTC)
+
+
+@pytest.fixture(params=["embedded", "servers"], autouse=True)
+def backend(request, monkeypatch):
+    """Which backends the stores of this test run on (servers: set through the environment)."""
+    if request.param == "servers":
+        monkeypatch.setenv("MEMLAB_SQL_URL", request.getfixturevalue("postgres_server").url)
+        monkeypatch.setenv("MEMLAB_CHROMA_URL", request.getfixturevalue("chroma_server").url)
+    return request.param
 
 
 @pytest.fixture
@@ -203,3 +217,46 @@ def test_reopen_with_another_embedder_reembeds(tmp_path, hashing_embedder, minil
 def test_episode_model_round_trips(episodes):
     ep = Episode(content="given", importance=0.7)
     assert episodes.add(ep) == ep.id and episodes.get(ep.id) == ep
+
+
+def test_records_and_vectors_live_on_the_configured_backends(tmp_path, hashing_embedder, backend):
+    from memlab.stores.base import run_namespace
+    from memlab.stores.records import memory_records
+    from memlab.stores.vector import run_tag
+
+    store = EpisodicMemoryStore(tmp_path, "alice", hashing_embedder, flush_every=2)
+    ids = [store.add_episode(f"User: fact number {i}") for i in range(3)]
+    assert store.namespace == run_namespace(tmp_path)
+    with store.backends.engine.connect() as conn:
+        rows = conn.execute(memory_records.select().where(
+            memory_records.c.namespace == store.namespace).order_by(memory_records.c.seq)).all()
+    assert [r.id for r in rows] == ids and {r.kind for r in rows} == {"episodes"}
+    assert store.backends.engine.dialect.name == (
+        "postgresql" if backend == "servers" else "sqlite")
+    assert (tmp_path / "memory.sqlite").exists() == (backend == "embedded")
+    assert store.vectors.collection.name.startswith(run_tag(store.namespace) + "-")
+    assert sorted(store.vectors.vectors()) == sorted(ids[:2])  # the third waits for a flush
+    store.close()
+    assert sorted(store.vectors.vectors()) == sorted(ids)
+
+
+def test_vectors_lost_before_a_flush_are_rebuilt_at_open(tmp_path, hashing_embedder):
+    """A process killed before its vectors reached chroma: the records are in SQL, and the
+    next open embeds them again, so search finds them as before."""
+    first = EpisodicMemoryStore(tmp_path, "alice", hashing_embedder)
+    ids = _add_days(first, ["User: my cat is called Tom", "User: I work as a nurse"])
+    assert first.vectors.vectors() == {}  # nothing flushed: the "killed" process never closes
+    second = EpisodicMemoryStore(tmp_path, "alice", hashing_embedder)
+    assert [e.id for e in second.get_relevant("cat Tom", k=2)] == ids
+    second.close()
+    assert sorted(second.vectors.vectors()) == sorted(ids)
+
+
+def test_two_folders_never_share_records(tmp_path, hashing_embedder, backend):
+    """On one database and one chroma server, stores of two folders see only their own."""
+    one = EpisodicMemoryStore(tmp_path / "one", "alice", hashing_embedder)
+    two = EpisodicMemoryStore(tmp_path / "two", "alice", hashing_embedder)
+    one.add_episode("User: the code is 4711")
+    one.close()
+    assert two.all() == [] and two.get_relevant("code 4711", k=3) == []
+    assert EpisodicMemoryStore(tmp_path / "two", "alice", hashing_embedder).count() == 0

@@ -85,6 +85,15 @@ def test_generation_is_deterministic_and_sized():
     assert len(PersonaSuite(span=16000, seed=3).events()) > len(a)
 
 
+def test_described_parameters_do_not_depend_on_whether_events_were_generated():
+    """A resume compares the folder's recorded suite parameters with a suite built afresh:
+    history_tokens was 0 until events() ran, so every persona resume was refused."""
+    fresh = PersonaSuite(span=600, seed=3).describe()
+    generated = PersonaSuite(span=600, seed=3)
+    generated.events()
+    assert fresh == generated.describe() and fresh["history_tokens"] >= 600
+
+
 def test_memlab_written_sample_loads_back_identically(tmp_path):
     suite = PersonaSuite(span=5000, seed=11)
     questions, contexts = write_personamem(suite, tmp_path, size="5k")
@@ -134,3 +143,23 @@ def test_loader_reads_published_personamem_rows(tmp_path):
         w.writerows(rows)
     with pytest.raises(ConfigError, match="correct_answer"):
         PersonaMemSuite(tmp_path / "questions_32k.csv", tmp_path / "shared_contexts_32k.jsonl")
+
+
+def test_description_does_not_depend_on_whether_events_were_asked_for(tmp_path):
+    """A resumed run compares the suite's description with its manifest before the runner asks
+    for the events: history_tokens was 0 then, so every persona run refused to resume."""
+    from memlab.bench.runner import run
+    from memlab.bench.spec import RunSpec
+    from memlab.embed.hashing import HashingEmbedder
+    from memlab.llm.fake import FakeLLM
+
+    built = PersonaSuite(span=300, seed=1)
+    built.events()
+    assert PersonaSuite(span=300, seed=1).describe() == built.describe()
+    assert built.describe()["history_tokens"] >= 300
+    spec = RunSpec.parse({"suite": "persona", "condition": "vanilla", "span": 300, "seed": 1,
+                          "llm": "fake", "embedder": "hashing", "answered": 0}, "spec")
+    for _ in range(2):  # the second call finds the complete run (and must not refuse it)
+        run_dir = run(spec, suite=PersonaSuite(span=300, seed=1), llm=FakeLLM(),
+                      embedder=HashingEmbedder(), results_dir=tmp_path, progress=False)
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "complete"

@@ -11,6 +11,7 @@ from test_runner import COLOURS, TinySuite, fake_reply, run, scripted_factory
 from memlab import stats
 from memlab.bench import tables
 from memlab.bench.base import Response, SuiteEvent, TestScore
+from memlab.bench.runlog import read_jsonl
 from memlab.errors import ConfigError
 from memlab.llm.fake import FakeLLM
 
@@ -70,6 +71,8 @@ def results(tmp_path_factory):
     for seed in (0, 1):
         run(PersonaLike(sessions=3), "vanilla", llm=FakeLLM([picky_reply]), results_dir=root,
             seed=seed, progress=False)
+        run(PersonaLike(sessions=3), "sleep", llm=FakeLLM([picky_reply]), results_dir=root,
+            seed=seed, progress=False, agent_factory=scripted_factory)
         run(PersonaLike(sessions=3), "sleep", llm=FakeLLM([picky_reply]), results_dir=root,
             seed=seed, progress=False, probes_sleep=True, agent_factory=scripted_factory)
     run(LtmLike(sessions=4), "vanilla", llm=FakeLLM([fake_reply]), results_dir=root,
@@ -144,7 +147,9 @@ def test_persona_by_type_and_costs(results):
     assert vanilla.loc["recall_user_shared_facts", "accuracy"] == 0.5
     cost = tables.costs(results)
     row = cost[(cost.suite == "persona") & (cost.condition == "sleep")].iloc[0]
-    assert row.answers == 2 * (3 + 3 + 6) and row.llm_calls_paid == 2 * (12 + 1)
+    # per seed: an ordinary run (3 needles + 3 questions) and a Table 2 run (3 + 3 + 6 probes,
+    # one forced sleep call); costs count every phase of both
+    assert row.answers == 2 * (6 + 12) and row.llm_calls_paid == 2 * (6 + 12 + 1)
     assert row.prompt_tokens_memory > 0 and row.prompt_tokens_ci_low <= row.prompt_tokens
     assert row.prompt_tokens_ci_high > row.prompt_tokens_ci_low  # tokens vary per answer
     assert cost.set_index(["suite", "condition"]).loc[("persona", "vanilla"),
@@ -159,7 +164,7 @@ def test_export_writes_seed_file_names(results, tmp_path):
         assert (tmp_path / name).exists(), name
     assert len(pd.read_csv(paths["table1"])) == 3
     payload = json.loads(paths["results"].read_text())
-    assert len(payload["runs"]) == 5 and len(payload["table2"]) == 5
+    assert len(payload["runs"]) == 7 and len(payload["table2"]) == 5
 
 
 def test_missing_folder_is_a_config_error(tmp_path):
@@ -169,3 +174,35 @@ def test_missing_folder_is_a_config_error(tmp_path):
 
 def test_suite_event_reexport():  # tables read what the runner writes: keep SuiteEvent fields
     assert {"options", "answer_index", "metadata"} <= set(SuiteEvent.model_fields)
+
+
+def test_evidence_only_questions_are_left_out_not_counted_wrong(tmp_path):
+    """A run answering a sample of 2 of 4 tests: the tables count those 2, the costs their 4
+    answers (2 needles, 2 questions); the other questions were never sent to the model."""
+    run_dir = run(PersonaLike(sessions=4), "vanilla", llm=FakeLLM([picky_reply]),
+                  results_dir=tmp_path, answered=2, progress=False)
+    turns = [t for t in read_jsonl(run_dir / "turns.jsonl") if t["kind"] == "question"]
+    asked = [t for t in turns if t["answered"]]
+    assert len(asked) == 2 and len(turns) == 4
+    right = sum(t["choice"] == t["answer_index"] for t in asked)
+    row = tables.table1(tmp_path).iloc[0]
+    assert row.long_horizon_qa_n == 2 and row.long_horizon_qa == pytest.approx(right / 2)
+    assert row.multi_session_continuity_n == 3  # a prompt metric: every question's prompt
+    by_type = tables.persona_by_type(tmp_path).set_index("test_type")
+    assert by_type.loc["all", "n"] == 2
+    cost = tables.costs(tmp_path).iloc[0]
+    assert cost.answers == 4 and cost.llm_calls_paid == 4
+
+
+def test_ltm_scores_count_answered_tests_only(tmp_path):
+    run(LtmLike(sessions=4), "vanilla", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+        answered=2, progress=False)
+    scores = read_jsonl(next(tmp_path.glob("*/scores.jsonl")))
+    answered = [s for s in scores if s["answered"]]
+    assert len(scores) == 4 and len(answered) == 2
+    total = tables.ltm_scores(tmp_path).set_index("test_type").loc["total"]
+    assert total.n == 2
+    by_type = {}
+    for s in answered:
+        by_type.setdefault(s["test_type"], []).append(s["score"])
+    assert total.score == pytest.approx(sum(sum(v) / len(v) for v in by_type.values()))

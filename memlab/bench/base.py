@@ -45,6 +45,12 @@ class SuiteEvent(BaseModel):
         options: answer options of a multiple-choice question; ``answer_index`` the correct one.
         timestamp: the simulated clock at this turn.
         evidence: for a question, the earlier turns it needs (empty: the suite names none).
+        prompt: the user message as the answering model sees it, when it differs from
+            ``text`` (a published protocol's answer instruction around the question); ``text``
+            stays what the memory is queried with and what is stored.
+        user_id: whose conversation this turn belongs to, for a suite of several
+            conversations (each its own memory scope; one user's events are contiguous);
+            None: the suite's one user.
     """
 
     index: int = Field(ge=0)
@@ -59,6 +65,8 @@ class SuiteEvent(BaseModel):
     options: list[str] | None = None
     answer_index: int | None = None
     evidence: list[Evidence] = Field(default_factory=list)
+    prompt: str | None = None
+    user_id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -79,8 +87,8 @@ class TestScore(BaseModel):
 
     test_id: str
     test_type: str
-    score: float = Field(ge=0)
-    max_score: float = Field(gt=0)
+    score: float = Field(ge=0, allow_inf_nan=False)
+    max_score: float = Field(gt=0, allow_inf_nan=False)
     reasoning: list[str] = Field(default_factory=list)
     judge: Literal["rule", "llm"] = "rule"
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -133,6 +141,16 @@ class Suite(ABC):
         """Parameters that identify this suite instance (written to the run manifest)."""
         return {"name": self.name}
 
+    @classmethod
+    def info(cls, data: str) -> dict[str, Any]:
+        """Counts of the published data file at ``data`` (``memlab suites info``).
+
+        Raises:
+            ConfigError: the suite is not read from a file, or the file is malformed.
+        """
+        raise ConfigError(f"suite {cls.name!r} is generated, not read from a data file: "
+                          "'suites info' describes the suites read from a published file")
+
 
 SUITES: Registry[Suite] = Registry("suite")
 SUITES.register("ltm", "memlab.bench.suites.ltm:LTMSuite",
@@ -141,3 +159,9 @@ SUITES.register("ltm", "memlab.bench.suites.ltm:LTMSuite",
 SUITES.register("persona", "memlab.bench.suites.persona:PersonaSuite",
                 "PersonaMem style: a persona's changing preferences over sessions, "
                 "4-option questions of the 7 PersonaMem types")
+SUITES.register("locomo", "memlab.bench.suites.locomo:LoCoMoSuite",
+                "LoCoMo (published locomo10.json, option data=PATH): two people's multi-session "
+                "chats, questions scored by F1, BLEU-1 and an LLM judge")
+SUITES.register("longmemeval", "memlab.bench.suites.longmemeval:LongMemEvalSuite",
+                "LongMemEval (published longmemeval_s/_m/_oracle JSON, option data=PATH): "
+                "one question per chat history, LLM-judged per question type")

@@ -5,8 +5,9 @@ Layout (as published)::
     definitions/<Test Type>/<id>.def.json   definitions/config.yml
     results/<agent>/<Test Type>/<id>_<rep>.json
 
-``goodai_rescore`` re-scores a results folder with memlab's scorers and reports, per test type,
-how many published scores it reproduces.
+``goodai_rescore`` re-scores a results folder with memlab's scorers (GoodAI's current scoring by
+default, or the 2024-05 scoring the published results were scored with) and reports, per test
+type, how many published scores it reproduces.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memlab.bench.suites.ltm_scorers import GOODAI_RULE_TYPES, SCORERS, goodai_spy_lists
+from memlab.bench.suites.ltm_scorers import GOODAI_RULE_TYPES, Scorer
+from memlab.bench.suites.ltm_scorers import scorers as scorer_set
 from memlab.errors import ConfigError
+from memlab.userfiles import load_yaml, read_text
 
 # memlab key <-> GoodAI folder name
 TYPE_DIRS = {
@@ -109,8 +111,8 @@ class TestResult(BaseModel):
     __test__ = False
     task_log: list[str] = Field(default_factory=list)
     actual_responses: list[Any] = Field(default_factory=list)
-    score: float
-    max_score: float
+    score: float = Field(ge=0, allow_inf_nan=False)
+    max_score: float = Field(gt=0, allow_inf_nan=False)
     reasoning: list[str] = Field(default_factory=list)
     tokens: int = 0
     characters: int = 0
@@ -133,7 +135,7 @@ def load_definition(path: str | Path) -> LoadedTest:
     """
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_text(path, "GoodAI definition"))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
     try:
@@ -149,7 +151,7 @@ def load_config(path: str | Path) -> BenchmarkConfig:
     """Read GoodAI's ``config.yml``."""
     path = Path(path)
     try:
-        return BenchmarkConfig.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        return BenchmarkConfig.model_validate(load_yaml(path, "GoodAI config"))
     except ValidationError as exc:
         raise _field_error(path, exc) from exc
 
@@ -170,7 +172,7 @@ def load_definitions(folder: str | Path) -> tuple[BenchmarkConfig | None, list[L
 def load_result(path: str | Path) -> TestResult:
     path = Path(path)
     try:
-        return TestResult.model_validate_json(path.read_text(encoding="utf-8"))
+        return TestResult.model_validate_json(read_text(path, "GoodAI result"))
     except ValidationError as exc:
         raise _field_error(path, exc) from exc
 
@@ -191,14 +193,11 @@ def write_result(path: str | Path, result: TestResult) -> Path:
 # ---------------------------------------------------------------- re-scoring
 
 def published_answers(test_type: str, result: TestResult) -> tuple[list[str], list[Any]]:
-    """The replies a published result was scored on, and the expected responses to use.
+    """The replies a published result was scored on, and its expected responses.
 
-    Prospective memory is scored on the task log: the agent's lines from the request on. Spy
-    meeting keyword lists are widened to the v3.5 lists GoodAI scored every run with.
+    Prospective memory is scored on the task log: the agent's lines from the request on.
     """
     expected = list(result.expected_responses)
-    if test_type == "spy_meeting":
-        return [str(r) for r in result.actual_responses], goodai_spy_lists(expected)
     if test_type != "prospective_memory":
         return [str(r) for r in result.actual_responses], expected
     log = result.task_log
@@ -227,6 +226,7 @@ class RescoreReport(BaseModel):
     """Per test type: how many published scores memlab reproduces, and which not (with why)."""
 
     folder: str
+    scorers: str = "current"
     items: list[RescoreItem] = Field(default_factory=list)
     skipped: dict[str, str] = Field(default_factory=dict)
 
@@ -242,17 +242,20 @@ class RescoreReport(BaseModel):
         return sum(i.agrees for i in rule), len(rule)
 
 
-def goodai_rescore(folder: str | Path, *, client: Any = None) -> RescoreReport:
+def goodai_rescore(folder: str | Path, *, client: Any = None,
+                   scorers: str = "current") -> RescoreReport:
     """Re-score every ``<agent>/<Test Type>/<id>_<rep>.json`` under ``folder``.
 
     Args:
         client: an LLM client for the types only an LLM can judge (restaurant, chapterbreak);
             without it those types are listed as skipped.
+        scorers: ``current`` (GoodAI's scoring today) or ``published`` (2024-05).
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"results folder {folder} does not exist")
-    report = RescoreReport(folder=str(folder))
+    chosen = scorer_set(scorers)
+    report = RescoreReport(folder=str(folder), scorers=scorers)
     for path in sorted(folder.glob("**/*_*.json")):
         test_type = TYPE_KEYS.get(path.parent.name)
         if test_type is None:
@@ -260,18 +263,21 @@ def goodai_rescore(folder: str | Path, *, client: Any = None) -> RescoreReport:
         if test_type in ("restaurant", "chapterbreak") and client is None:
             report.skipped[test_type] = "needs an LLM judge (GoodAI used GPT); pass client="
             continue
-        report.items.append(_rescore_one(path, test_type, client))
+        report.items.append(_rescore_one(path, test_type, client, chosen[test_type]))
+    if not report.items and not report.skipped:
+        raise ConfigError(f"results folder {folder}: no GoodAI result files in it (expected "
+                          "<agent>/<Test Type>/<id>_<rep>.json, e.g. agent/Colours/0_0.json)")
     return report
 
 
-def _rescore_one(path: Path, test_type: str, client: Any) -> RescoreItem:
+def _rescore_one(path: Path, test_type: str, client: Any, scorer: Scorer) -> RescoreItem:
     result = load_result(path)
     replies, expected = published_answers(test_type, result)
     item = RescoreItem(agent=path.parent.parent.name, test_type=test_type, memlab=None,
                        file=str(path.relative_to(path.parents[2])), published=result.score,
                        published_reasoning=result.reasoning)
     try:
-        judged = SCORERS[test_type]([""] * len(replies), replies, expected, client=client)
+        judged = scorer([""] * len(replies), replies, expected, client=client)
     except (IndexError, KeyError, TypeError, ValueError) as exc:
         item.reasoning = [f"memlab could not score it: {exc!r}"]
         return item
@@ -281,7 +287,7 @@ def _rescore_one(path: Path, test_type: str, client: Any) -> RescoreItem:
 
 def format_rescore_report(report: RescoreReport, *, max_listed: int = 20) -> str:
     """The report as text: one line per type, then every disagreement with both reasonings."""
-    lines = [f"GoodAI re-score of {report.folder}"]
+    lines = [f"GoodAI re-score of {report.folder} ({report.scorers} scorers)"]
     for test_type, items in report.by_type().items():
         agree = sum(i.agrees for i in items)
         judge = "rule (GoodAI: rule)" if test_type in GOODAI_RULE_TYPES else "memlab rule/LLM (GoodAI: GPT judge)"

@@ -18,6 +18,9 @@ What the metrics read from a question's record (the runner copies the suite even
     metadata["evidence_session_ranks"], metadata["n_sessions"]: session ranks (delayed recall).
     memory_events: event indices whose content reached the prompt (runner, from the memory
         context); memory_schemas: texts of the schemas in the prompt.
+    answered: False for a question recalled but not sent to the model (evidence only): the
+        metrics of the answer leave it out, never count it wrong; the metrics of the prompt
+        (multi_session_continuity, schema_utilisation) count it, its prompt was built.
 """
 
 from __future__ import annotations
@@ -86,9 +89,7 @@ def delta(metric: str, pre: dict[Any, float], post: dict[Any, float]) -> MetricV
     """post - pre over the probes present in both (paired): exact McNemar with Newcombe's
     interval for 0/1 outcomes, else the paired bootstrap; ``p_value`` tests "no change"."""
     keys = sorted(set(pre) & set(post), key=str)
-    first, second = [pre[k] for k in keys], [post[k] for k in keys]
-    binary = all(v in (0.0, 1.0) for v in first + second)
-    test = (stats.mcnemar if binary else stats.paired_bootstrap)(first, second)
+    test = stats.paired([pre[k] for k in keys], [post[k] for k in keys])
     return MetricValue(metric=metric, value=_cell(test.estimate), n=test.n,
                        ci_low=_cell(test.low), ci_high=_cell(test.high), phase="delta",
                        p_value=_cell(test.p_value))
@@ -147,11 +148,26 @@ def distractor_kinds(turn: Turn) -> list[str | None]:
     return list(meta.get("distractor_kinds") or meta.get("option_kinds") or [])
 
 
-def questions(turns: list[Turn], phase: str, *, probes: bool = True) -> list[Turn]:
+def answered_value(value: Any) -> bool:
+    """Whether a record's ``answered`` field says the model answered: False only when it is
+    False (a record without the field, written before evidence-only questions existed, or a
+    missing value in a frame, counts as answered)."""
+    return value is None or value != value or bool(value)
+
+
+def is_answered(turn: Turn) -> bool:
+    """Whether the model answered this turn (``answered_value`` of its field)."""
+    return answered_value(turn.get("answered"))
+
+
+def questions(turns: list[Turn], phase: str, *, probes: bool = True,
+              answered_only: bool = False) -> list[Turn]:
     """Questions of one phase (``probes=False`` drops Table 2-only probes,
-    ``metadata["probe"]``)."""
+    ``metadata["probe"]``; ``answered_only`` drops questions the model was not asked: an
+    accuracy metric never counts one as wrong)."""
     return [t for t in turns if t["phase"] == phase and t["kind"] == "question"
-            and (probes or not (t.get("metadata") or {}).get("probe"))]
+            and (probes or not (t.get("metadata") or {}).get("probe"))
+            and (not answered_only or is_answered(t))]
 
 
 def session_order(turns: list[Turn]) -> dict[str | None, int]:
@@ -176,14 +192,15 @@ def long_horizon_qa(turns: list[Turn], phase: str = "main", embedder: Any = None
     every distractor (needs ``embedder``; without one a free answer is wrong).
     """
     return {t["index"]: float(is_correct(t, embedder))
-            for t in questions(turns, phase, probes=False) if t.get("options") and t.get("answer_index") is not None}
+            for t in questions(turns, phase, probes=False, answered_only=True)
+            if t.get("options") and t.get("answer_index") is not None}
 
 
 def semantic_match(turns: list[Turn], phase: str = "main", embedder: Any = None) -> Outcomes:
     """Semantic match: over answers with free text, 1 when the text's embedding is closer to the
     correct option than to every distractor (whatever letter the answer named)."""
     out: Outcomes = {}
-    for t in questions(turns, phase, probes=False):
+    for t in questions(turns, phase, probes=False, answered_only=True):
         picked = semantic_pick(t, embedder) if t.get("answer_index") is not None else None
         if picked is not None:
             out[t["index"]] = float(picked == t["answer_index"])
@@ -210,7 +227,7 @@ def hallucination_rate(turns: list[Turn], phase: str = "main", embedder: Any = N
     it: that option picked, or (free answer) at least half of its keywords (words of 4+ letters
     found in neither the correct option nor the question) in the reply."""
     out: Outcomes = {}
-    for t in questions(turns, phase, probes=False):
+    for t in questions(turns, phase, probes=False, answered_only=True):
         kinds, options = distractor_kinds(t), t.get("options") or []
         never = [i for i, k in enumerate(kinds) if k == "never_stated" and i < len(options)]
         if not never:
@@ -232,7 +249,8 @@ def hallucination_rate(turns: list[Turn], phase: str = "main", embedder: Any = N
 # ----------------------------------------------------------------------------- Table 2
 def _accuracy_where(turns: list[Turn], phase: str, embedder: Any,
                     keep: Callable[[Turn], bool]) -> Outcomes:
-    return {t["index"]: float(is_correct(t, embedder)) for t in questions(turns, phase)
+    return {t["index"]: float(is_correct(t, embedder))
+            for t in questions(turns, phase, answered_only=True)
             if t.get("answer_index") is not None and keep(t)}
 
 

@@ -147,9 +147,12 @@ class QuestionPlan:
 
     def audit(self, event: SuiteEvent, trace: Any, turn_events: dict[int, int], *,
               provenance: bool) -> dict[str, Any]:
-        """A question's stored prompt (``prompt_sha``) and its evidence recall fields."""
-        if event.kind != "question" or not trace.messages:
+        """The stored prompt (``prompt_sha``) of every turn the agent built one for and, for a
+        question, its evidence recall fields."""
+        if not trace.messages:
             return {}
-        parts = prompt_parts(trace.context or MemoryContext(), trace.messages, turn_events)
-        return {"prompt_sha": self.prompts.put(trace.messages),
-                **evidence_fields(event, parts, self.turn_texts, provenance=provenance)}
+        fields: dict[str, Any] = {"prompt_sha": self.prompts.put(trace.messages)}
+        if event.kind == "question":
+            parts = prompt_parts(trace.context or MemoryContext(), trace.messages, turn_events)
+            fields |= evidence_fields(event, parts, self.turn_texts, provenance=provenance)
+        return fields

@@ -1,27 +1,32 @@
-"""The files of one run: append-only JSON-lines journals and the model-call journal.
+"""The files of one run: append-only JSON-lines journals, the model-call journal, the lock.
 
 A run's turns and model calls are appended one JSON line at a time, flushed (and fsync'ed) before
 the next step starts, so a killed process leaves at most a torn tail (a partial last line, or
 NUL bytes after a power loss), which ``read_jsonl(..., repair=True)`` cuts off with a warning. ``CallJournal`` records every model call of a run and
 plays the recorded answers back, in place of the model, when a resumed run replays its prefix:
-no model call is paid twice.
+no model call is paid twice. A failed call is journaled too (``error``, not paid) but never
+played back: a resume retries it (``memlab.bench.failures``). ``run_lock`` keeps a second process
+from writing the same run folder.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import logging
 import os
-import platform
-import subprocess
+import socket
 import sys
 from collections import defaultdict, deque
-from importlib import metadata
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.errors import ConfigError
+from memlab.errors import ConfigError, LLMError, RunLockedError
 from memlab.llm.base import Completion, Message
 
 log = logging.getLogger(__name__)
@@ -43,7 +48,7 @@ def read_jsonl(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     data = path.read_bytes()
-    records, good = _parse_records(path, data)
+    records, good, _ = _parse_records(path, data)
     if repair and good < len(data):
         log.warning("%s: torn tail of %d bytes cut at byte offset %d (after record %d)",
                     path, len(data) - good, good, len(records))
@@ -54,9 +59,42 @@ def read_jsonl(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
     return records
 
 
-def _parse_records(path: Path, data: bytes) -> tuple[list[dict[str, Any]], int]:
-    """The records of ``data`` and the byte offset where its valid prefix ends."""
+def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """Every record of ``path`` with the byte offset where its line starts (torn tail left out)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records, _, starts = _parse_records(path, path.read_bytes())
+    return list(zip(starts, records, strict=True))
+
+
+def move_tail(path: Path, offset: int, aside: Path) -> int:
+    """Append the bytes of ``path`` from ``offset`` on to ``aside``, then cut ``path`` there.
+
+    Both are fsync'ed, ``aside`` first: a crash in between leaves the tail in both files, never
+    in neither. Returns the number of bytes moved.
+    """
+    with Path(path).open("r+b") as fh:
+        fh.seek(offset)
+        tail = fh.read()
+        if not tail:
+            return 0
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        with aside.open("ab") as out:
+            out.write(tail)
+            out.flush()
+            os.fsync(out.fileno())
+        fh.truncate(offset)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return len(tail)
+
+
+def _parse_records(path: Path, data: bytes) -> tuple[list[dict[str, Any]], int, list[int]]:
+    """The records of ``data``, the byte offset where its valid prefix ends, and the offset
+    where each record's line starts."""
     records: list[dict[str, Any]] = []
+    starts: list[int] = []
     good, bad, position = 0, None, 0
     for number, line in enumerate(data.split(b"\n"), start=1):
         start, position = position, position + len(line) + 1
@@ -74,8 +112,9 @@ def _parse_records(path: Path, data: bytes) -> tuple[list[dict[str, Any]], int]:
                 f"{path}: line {bad[0]} (byte offset {bad[1]}) {bad[2]}, and valid records "
                 f"follow it: this is not a torn tail; fix or remove line {bad[0]}")
         records.append(record)
+        starts.append(start)
         good = position
-    return records, good
+    return records, good, starts
 
 
 def _parse_line(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -104,52 +143,113 @@ class JsonlWriter:
         self._fh = self.path.open("a", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self._fh.flush()
-        if self.fsync:
-            os.fsync(self._fh.fileno())
+        try:
+            self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            self._fh.flush()
+            if self.fsync:
+                os.fsync(self._fh.fileno())
+        except OSError as exc:
+            raise named(exc, self.path) from exc
 
     def close(self) -> None:
-        self._fh.close()
+        try:
+            self._fh.close()
+        except OSError as exc:  # the record that failed to flush is a torn tail, cut on resume
+            log.warning("%s: %s", self.path, exc.strerror or exc)
+
+
+def named(exc: OSError, path: Path) -> OSError:
+    """``exc`` with the file it happened to (a buffered write's error names none)."""
+    if exc.filename is not None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(path))
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as indented JSON via a temporary file and a rename (never half-written)."""
     path = Path(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-PACKAGES = ("memlab", "pydantic", "numpy", "pandas", "llama_cpp_python", "chromadb",
-            "onnxruntime", "tokenizers", "google-genai", "httpx")
-
-
-def environment_info() -> dict[str, Any]:
-    """memlab version, git commit, python and package versions (for a run's manifest)."""
-    import memlab
-
-    packages = {}
-    for name in PACKAGES:
-        try:
-            packages[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            packages[name] = None
-    return {"memlab_version": memlab.__version__, "git_commit": git_commit(),
-            "python": sys.version.split()[0], "platform": platform.platform(),
-            "packages": packages}
-
-
-def git_commit() -> str | None:
-    """HEAD of the git checkout memlab is imported from (None outside one)."""
-    import memlab
-
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             cwd=Path(memlab.__file__).parent, timeout=5, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str),
+                       encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise named(exc, path) from exc
+
+
+LOCK_FILE = "run.lock"
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """Hold ``run_dir``'s lock for the block: one writing process per run folder.
+
+    The lock is an exclusive ``flock`` on ``run_dir/run.lock``, which records the holder (pid,
+    host, start time, command). The kernel drops the lock when its process dies, however it
+    dies, so a lock left by a killed process is simply taken again (the file then still names
+    the dead holder, and a warning says it is taken over); two processes taking it at once get
+    it one at a time, never both. The file is emptied on release, never deleted (deleting a
+    lock file lets two processes lock two different files).
+
+    Yields:
+        The holder record written into the lock file.
+
+    Raises:
+        RunLockedError: another process holds the lock (the message names it).
+    """
+    path = Path(run_dir) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise named(exc, path) from exc
+    try:
+        _take(fd, path, Path(run_dir))
+        me = {"pid": os.getpid(), "host": socket.gethostname(),
+              "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+              "command": " ".join(sys.argv).replace("\n", " ")[:200]}
+        _write_holder(fd, me)
+        try:
+            yield me
+        finally:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _take(fd: int, path: Path, run_dir: Path) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise RunLockedError(
+            f"run folder {str(run_dir)!r} is being written by {_holder_text(fd)}: wait for it "
+            f"to finish or stop that process ({path} names it)") from None
+    except OSError as exc:
+        if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+            raise named(exc, path) from exc
+        log.warning("%s: this file system cannot lock files (%s); nothing stops a second "
+                    "process from writing this run", path, exc.strerror)
+        return
+    stale = _holder_text(fd, default="")
+    if stale:
+        log.warning("%s: taking over the lock left by %s, which no longer holds it", path, stale)
+
+
+def _holder_text(fd: int, default: str = "another process (not yet recorded)") -> str:
+    try:
+        holder = json.loads(os.pread(fd, 4096, 0).decode("utf-8") or "null")
+    except (OSError, ValueError):
+        holder = None
+    if not isinstance(holder, dict):
+        return default
+    return (f"pid {holder.get('pid')} on host {holder.get('host')} since "
+            f"{holder.get('started_at')} ({holder.get('command')})")
+
+
+def _write_holder(fd: int, holder: dict[str, Any]) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(holder).encode("utf-8"), 0)
+    os.fsync(fd)
 
 
 def call_key(*parts: Any) -> str:
@@ -180,10 +280,14 @@ class CallJournal:
     gets the recorded answer and is counted in ``mismatched``. A call not found by position is
     looked up by its exact request.
 
+    A call that failed (``note_failure``) is journaled with its ``error`` and never played
+    back: a resume retries it (``memlab.bench.failures`` cuts the run there).
+
     Attributes:
         paid: real model calls over the whole run (all processes), the no-repeat counter.
         replayed: calls this process served from the journal.
         mismatched: replayed calls whose prompt differed from the recorded one.
+        failed: calls that failed in this process (journaled with their error).
     """
 
     def __init__(self, path: Path, *, inner: Any = None, fsync: bool = True):
@@ -194,19 +298,21 @@ class CallJournal:
             _check_entry(self.path, number, entry)
         self._by_key: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
         self._by_slot: dict[tuple[str, int], dict[str, Any]] = {}
-        for entry in entries:
+        for entry in (e for e in entries if "error" not in e):  # a failure is never replayed
             self._by_key[entry["key"]].append(entry)
             self._by_slot[(entry.get("step", ""), entry.get("ordinal", -1))] = entry
         self._used: set[int] = set()
         self.paid = sum(1 for e in entries if e.get("paid"))
         self.recorded = len(entries)
-        self.replayed = self.mismatched = 0
+        self.replayed = self.mismatched = self.failed = 0
         self.step, self._ordinal = "", 0
+        self.step_failures = []
         self._writer = JsonlWriter(self.path, fsync=fsync)
 
     def begin_step(self, step: str) -> None:
         """Calls from now on belong to runner step ``step`` (e.g. "main:12", "sleep")."""
         self.step, self._ordinal = step, 0
+        self.step_failures: list[tuple[str, bool]] = []  # (error, transient) of this step
 
     # -- the LLMClient cache protocol
     def get(self, provider: str, model: str, messages: list[Message],
@@ -229,25 +335,40 @@ class CallJournal:
 
     # -- option log-probabilities (``LLMClient.score_options`` uses these when present)
     def get_scores(self, provider: str, model: str, messages: list[Message],
-                   options: list[str]) -> list[float] | None:
-        key = call_key("scores", provider, model, messages, options)
-        shape = call_key("scores", provider, model, options)
+                   options: list[str], *, identity: dict[str, Any] | None = None
+                   ) -> list[float] | None:
+        key, shape = _scores_keys(provider, model, messages, options, identity)
         entry = self._take(key, shape)
         if entry is not None:
             return list(entry["scores"])
         inner = getattr(self.inner, "get_scores", None)
-        hit = inner(provider, model, messages, options) if inner else None
+        hit = inner(provider, model, messages, options, identity=identity) if inner else None
         if hit is not None:
             self._append(key, shape, {"scores": list(hit)}, paid=False)
         return hit
 
     def put_scores(self, provider: str, model: str, messages: list[Message],
-                   options: list[str], scores: list[float]) -> None:
-        key = call_key("scores", provider, model, messages, options)
-        shape = call_key("scores", provider, model, options)
+                   options: list[str], scores: list[float], *,
+                   identity: dict[str, Any] | None = None) -> None:
+        key, shape = _scores_keys(provider, model, messages, options, identity)
         self._append(key, shape, {"scores": [float(s) for s in scores]}, paid=True)
         if hasattr(self.inner, "put_scores"):
-            self.inner.put_scores(provider, model, messages, options, scores)
+            self.inner.put_scores(provider, model, messages, options, scores, identity=identity)
+
+    def note_failure(self, error: BaseException) -> None:
+        """The call just asked for (``get`` or ``get_scores`` missed) failed with ``error``;
+        ``transient``: a fault of the service (timeout, rate limit, connection), not of the
+        request (``memlab.llm.remote.is_retryable``)."""
+        from memlab.llm.remote import is_retryable
+
+        text = f"{type(error).__name__}: {error}"
+        transient = isinstance(error, LLMError) and is_retryable(error)
+        self._writer.write({"n": self.recorded, "key": "", "shape": "", "step": self.step,
+                            "ordinal": self._ordinal - 1, "paid": False, "error": text,
+                            "transient": transient})
+        self.recorded += 1
+        self.failed += 1
+        self.step_failures.append((text, transient))
 
     def _take(self, key: str, shape: str) -> dict[str, Any] | None:
         slot = (self.step, self._ordinal)
@@ -272,9 +393,18 @@ class CallJournal:
         self._writer.close()
 
 
+def _scores_keys(provider: str, model: str, messages: list[Message], options: list[str],
+                 identity: dict[str, Any] | None) -> tuple[str, str]:
+    """The journal key and shape of an option-scoring call (``identity`` only when given)."""
+    extra = [identity] if identity else []
+    return (call_key("scores", provider, model, messages, options, *extra),
+            call_key("scores", provider, model, options, *extra))
+
+
 def _check_entry(path: Path, number: int, entry: dict[str, Any]) -> None:
-    """A journal entry has an int ``n``, a str ``key`` and a completion or scores."""
+    """A journal entry has an int ``n``, a str ``key`` and a completion, scores or an error."""
+    body = entry.get("completion", entry.get("scores", entry.get("error")))
     if not (isinstance(entry.get("n"), int) and isinstance(entry.get("key"), str)
-            and isinstance(entry.get("completion", entry.get("scores")), dict | list)):
+            and isinstance(body, dict | list | str)):
         raise ConfigError(f"{path}: record {number} is not a model-call entry (needs n, key and "
-                          f"completion or scores; has {sorted(entry)[:8]})")
+                          f"completion, scores or error; has {sorted(entry)[:8]})")

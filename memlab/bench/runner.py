@@ -22,6 +22,7 @@ once more (phase ``post_sleep``).
 from __future__ import annotations
 
 import json
+import logging
 import random
 import shutil
 import time
@@ -37,19 +38,33 @@ from tqdm.auto import tqdm
 
 from memlab.agent import Agent, TurnTrace
 from memlab.bench.base import Response, Suite, SuiteEvent
+from memlab.bench.failures import (
+    FailedCalls,
+    cut_at_first_failure,
+    disk_full_error,
+    free_space,
+    release_space,
+    reserve_space,
+)
 from memlab.bench.questions import SCRIPTED_ACK, QuestionPlan
 from memlab.bench.runlog import (
     CallJournal,
     JsonlWriter,
-    environment_info,
     read_jsonl,
+    run_lock,
     write_json_atomic,
 )
 from memlab.bench.spec import RunSpec
+from memlab.bench.versions import environment_info, prompt_versions
 from memlab.config import get_settings
 from memlab.errors import ConfigError, MemlabError
+from memlab.memory._backends import purge_namespace
 from memlab.memory.base import MEMORIES, MemoryContext, Scope
 from memlab.models import seed_ids
+from memlab.stores.base import run_namespace
+from memlab.userfiles import read_text, writable_folder
+
+log = logging.getLogger(__name__)
 
 Phase = Literal["main", "pre_sleep", "post_sleep"]
 AgentFactory = Callable[..., Agent]
@@ -64,13 +79,20 @@ class Step:
     phase: str
     event: SuiteEvent | None = None
 
+    @property
+    def name(self) -> str:
+        """``<phase>:<event index>`` (``sleep`` for the forced sleep): the journals' step."""
+        return self.phase if self.event is None else f"{self.phase}:{self.event.index}"
+
 
 def default_agent_factory(condition: str, *, llm: Any, embedder: Any, workdir: Path,
-                          scope: Scope, memory_llm: Any = None) -> Agent:
-    """The condition's memory (``MEMORIES.create``, its own calls on ``memory_llm``) behind a
-    default Agent answering with ``llm``."""
+                          scope: Scope, memory_llm: Any = None,
+                          namespace: str | None = None) -> Agent:
+    """The condition's memory (``MEMORIES.create``, its own calls on ``memory_llm``, its
+    server-side stores under the run's ``namespace``) behind a default Agent answering with
+    ``llm``."""
     memory = MEMORIES.create(condition, scope=scope, llm=memory_llm or llm, embedder=embedder,
-                             workdir=workdir)
+                             workdir=workdir, namespace=namespace)
     return Agent(memory, llm)
 
 
@@ -134,9 +156,23 @@ def _matches(recorded: Any, expected: Any) -> bool:
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
-    """The run's manifest.json ({} when there is none yet)."""
+    """The run's manifest.json ({} when there is none yet).
+
+    Raises:
+        ConfigError: the file is not a JSON object (the message names it).
+    """
     path = Path(run_dir) / "manifest.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        manifest = json.loads(read_text(path, "run manifest"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"run manifest {str(path)!r}: not valid JSON ({exc.msg} at line "
+                          f"{exc.lineno}); restore it or delete the run folder") from None
+    if not isinstance(manifest, dict):
+        raise ConfigError(f"run manifest {str(path)!r}: not a JSON object; restore it or "
+                          "delete the run folder")
+    return manifest
 
 
 def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
@@ -160,24 +196,71 @@ def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
     Raises:
         ConfigError: the folder holds a run of another spec, model or embedder.
     """
-    run_dir = spec.run_dir(results_dir or get_settings().results_dir)
+    settings = get_settings()
+    run_dir = spec.run_dir(results_dir or settings.results_dir)
     memory_llm = memory_llm or llm
-    check_same_run(run_dir, run_identity(spec, suite, llm, embedder, memory_llm))
+    identity = run_identity(spec, suite, llm, embedder, memory_llm)
+    check_same_run(run_dir, identity)
     if is_complete(run_dir):
         return run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
-    session = _RunSession(spec, suite, run_dir, llm=llm, memory_llm=memory_llm,
-                          embedder=embedder, factory=agent_factory or default_agent_factory,
-                          fsync=fsync)
-    manifest = session.start_manifest()
+    writable_folder(run_dir, "run folder")
+    with run_lock(run_dir):  # one writer; RunLockedError names the other
+        check_same_run(run_dir, identity)  # it may have finished while we waited to look
+        if not is_complete(run_dir):
+            try:
+                _run_locked(spec, suite, run_dir, llm=llm, memory_llm=memory_llm,
+                            embedder=embedder, factory=agent_factory or default_agent_factory,
+                            progress=progress, fsync=fsync,
+                            max_failed_share=settings.max_failed_share)
+            except Exception as exc:
+                error = disk_full_error(exc, run_dir)
+                if error is exc:
+                    raise
+                raise error from exc
+    return run_dir
+
+
+def _run_locked(spec: RunSpec, suite: Suite, run_dir: Path, *, llm: Any, memory_llm: Any,
+                embedder: Any, factory: AgentFactory, progress: bool, fsync: bool,
+                max_failed_share: float) -> None:
+    """Run ``spec`` in its locked folder: retry failed calls, execute, score, record status."""
+    steps = plan_steps(suite.events(), probes_sleep=spec.probes_sleep)
+    retry = cut_at_first_failure(run_dir, [step.name for step in steps])
+    reserve_space(run_dir)
     try:
-        session.execute(plan_steps(suite.events(), probes_sleep=spec.probes_sleep), progress)
+        session = _RunSession(spec, suite, run_dir, llm=llm, memory_llm=memory_llm,
+                              embedder=embedder, factory=factory, fsync=fsync)
+    except BaseException as exc:
+        _mark_failed(run_dir, exc)
+        raise
+    session.failures = FailedCalls(sum(s.event is not None and s.event.kind != "filler"
+                                       for s in steps), max_failed_share)
+    earlier = read_manifest(run_dir).get("retries") or []
+    manifest = session.start_manifest()
+    manifest["retries"] = earlier + ([retry] if retry else [])  # failures.cut_at_first_failure
+    write_json_atomic(run_dir / "manifest.json", manifest)
+    try:
+        session.execute(steps, progress)
+        session.failures.check()
         scores = session.score()
     except BaseException as exc:
-        session.finish(manifest, status="failed", error=f"{type(exc).__name__}: {exc}")
+        session.fail(manifest, exc)
         raise
     session.finish(manifest, status="complete", scores=len(scores))
-    return run_dir
+
+
+def _mark_failed(run_dir: Path, exc: BaseException) -> None:
+    """Record a failure before the run's session existed in the manifest, if there is one."""
+    free_space(run_dir, exc)
+    manifest = read_manifest(run_dir)
+    try:
+        if manifest:
+            manifest.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+            write_json_atomic(run_dir / "manifest.json", manifest)
+    except OSError as again:
+        log.warning("%s: could not record the failure: %s", run_dir, again)
+    finally:
+        release_space(run_dir)
 
 
 def run_identity(spec: RunSpec, suite: Suite, llm: Any, embedder: Any,
@@ -186,9 +269,10 @@ def run_identity(spec: RunSpec, suite: Suite, llm: Any, embedder: Any,
     memory_llm = memory_llm or llm
     return {"spec": spec.identity(), "suite_params": suite.describe(),
             "llm": {"provider": llm.provider, "model": llm.model,
-                    "context_window": llm.context_window},
-            "memory_llm": {"provider": memory_llm.provider, "model": memory_llm.model},
-            "embedder": getattr(embedder, "name", None)}
+                    "context_window": llm.context_window, **llm.cache_identity({})},
+            "memory_llm": {"provider": memory_llm.provider, "model": memory_llm.model,
+                           **memory_llm.cache_identity({})},
+            "embedder": getattr(embedder, "name", None), "prompts": prompt_versions()}
 
 
 class _RunSession:
@@ -200,7 +284,8 @@ class _RunSession:
         self.llm, self.memory_llm, self.embedder, self.seed = llm, memory_llm, embedder, spec.seed
         self.logprob = spec.option_scoring == "logprob" and llm.supports_logprobs
         self.recorded = read_jsonl(run_dir / "turns.jsonl", repair=True)
-        store = _fresh_store(run_dir / "store")
+        self.namespace = run_namespace(run_dir)
+        store = _fresh_store(run_dir / "store", self.namespace)
         random.seed(spec.seed)
         np.random.seed(spec.seed % 2**32)
         self._stack = ExitStack()
@@ -212,20 +297,65 @@ class _RunSession:
         for client in {id(llm): llm, id(memory_llm): memory_llm}.values():
             self._stack.enter_context(client.using_cache(self.journal))
         params = suite.describe()
-        user = str(params.get("user_id") or params.get("persona_id") or suite.name)
+        self.default_user = str(params.get("user_id") or params.get("persona_id") or suite.name)
+        self.store, self.factory = store, factory
+        self.agents: dict[str, Agent] = {}  # open agents by user (one per conversation)
+        self.memory_stats: dict[str, dict[str, Any]] = {}  # by user, taken at close
+        self.left: set[str] = set()  # users whose conversation is over and memory closed
+        self.events_by_user: dict[str, dict[int, int]] = {}
+        first = next((e.user_id for e in suite.events() if e.user_id), None)
         try:
-            self.agent = factory(spec.condition, llm=llm, memory_llm=memory_llm,
-                                 embedder=embedder, workdir=store,
-                                 scope=Scope(user_id=user, agent_id=spec.condition))
+            self._use(first)
         except BaseException:
             self._stack.close()
             raise
-        self.agent.auto_sleep = not spec.probes_sleep
         self.questions = QuestionPlan(suite.events(), spec, run_dir)
-        self.turn_events: dict[int, int] = {}  # agent turn_number -> event index
         self.writer = JsonlWriter(run_dir / "turns.jsonl", fsync=fsync)
         self.diverged: list[int] = []
         self.sleep_stats: dict[str, Any] | None = None
+        self.failures = FailedCalls(0, 0.0)  # set by the caller for the run's steps
+
+    # ------------------------------------------------------------------ users
+    def _use(self, user: str | None) -> None:
+        """Make ``user``'s agent current (None: the suite's one user).
+
+        Each user of a suite of several conversations has its own agent, memory scope and
+        store folder; a finished conversation's memory is closed when the next one starts
+        (kept open under Table 2's protocol, whose probes come back to it).
+        """
+        user = user or self.default_user
+        if getattr(self, "user", None) == user:
+            return
+        if user in self.left:
+            raise MemlabError(f"suite {self.suite.name!r}: the events of user {user!r} are not "
+                              "contiguous (a conversation must not resume after another)")
+        previous = getattr(self, "user", None)
+        if previous is not None and not self.spec.probes_sleep:
+            done = self.agents.pop(previous)
+            self.memory_stats[previous] = done.memory.stats()
+            done.memory.close()
+            self.left.add(previous)
+        if user not in self.agents:
+            workdir = self.store if user == self.default_user else \
+                self.store / f"user-{len(self.events_by_user)}"
+            workdir.mkdir(parents=True, exist_ok=True)
+            agent = self.factory(self.spec.condition, llm=self.llm, memory_llm=self.memory_llm,
+                                 embedder=self.embedder, workdir=workdir,
+                                 scope=Scope(user_id=user, agent_id=self.spec.condition),
+                                 namespace=self.namespace)
+            agent.auto_sleep = not self.spec.probes_sleep
+            self.agents[user] = agent
+        self.user, self.agent = user, self.agents[user]
+        self.turn_events = self.events_by_user.setdefault(user, {})  # turn_number -> event
+
+    def _sleep_all(self) -> dict[str, Any] | None:
+        """Table 2's forced sleep: every open agent's cycle (one user: its CycleStats record;
+        several: one record per user)."""
+        cycles = {user: agent.sleep() for user, agent in self.agents.items()}
+        records = {u: c.model_dump(mode="json") if c else None for u, c in cycles.items()}
+        if len(records) == 1:
+            return next(iter(records.values()))
+        return records if any(records.values()) else None
 
     # ------------------------------------------------------------------ manifest
     def start_manifest(self) -> dict[str, Any]:
@@ -236,23 +366,40 @@ class _RunSession:
             "suite": self.spec.suite, "span": self.spec.span, "seed": self.spec.seed,
             **identity, **environment_info(),
             "started_at": old.get("started_at") or _now(), "finished_at": None,
-            "status": "running", "resumes": old.get("resumes", -1) + 1,
+            "status": "running", "error": None, "resumes": old.get("resumes", -1) + 1,
             "counts": {"resumed_from_turn": len(self.recorded)},
         }
         write_json_atomic(self.run_dir / "manifest.json", manifest)
         return manifest
 
     def finish(self, manifest: dict[str, Any], *, status: str, **extra: Any) -> None:
-        self._stack.close()
-        self.writer.close()
-        self.agent.memory.close()
-        manifest.update(status=status, finished_at=_now(), sleep_stats=self.sleep_stats)
+        quietly = status == "failed"
+        for user, agent in self.agents.items():
+            self.memory_stats[user] = agent.memory.stats()
+        for close in (self._stack.close, self.writer.close,
+                      *(agent.memory.close for agent in self.agents.values())):
+            _close(close, quietly=quietly)
+        stats = self.memory_stats
+        manifest.update(status=status, finished_at=_now(), sleep_stats=self.sleep_stats,
+                        failed_calls=self.failures.summary(),
+                        memory_stats=next(iter(stats.values())) if len(stats) == 1 else stats)
+        release_space(self.run_dir)
         manifest["counts"].update(
             turns=len(read_jsonl(self.run_dir / "turns.jsonl")), llm_calls_paid=self.journal.paid,
             llm_calls_recorded=self.journal.recorded, llm_calls_replayed=self.journal.replayed,
-            llm_calls_mismatched=self.journal.mismatched,
+            llm_calls_mismatched=self.journal.mismatched, llm_calls_failed=self.journal.failed,
             diverged_turns=self.diverged, **extra)
         write_json_atomic(self.run_dir / "manifest.json", manifest)
+
+    def fail(self, manifest: dict[str, Any], exc: BaseException) -> None:
+        """Record ``exc`` as the run's failure (on a full disk, after ``free_space``)."""
+        free_space(self.run_dir, exc)
+        manifest["error"] = f"{type(exc).__name__}: {exc}"
+        try:
+            self.finish(manifest, status="failed")
+        except OSError as again:  # the original error is the one to report
+            log.warning("%s: could not record the failure in manifest.json: %s",
+                        self.run_dir, again)
 
     # ------------------------------------------------------------------ steps
     def execute(self, steps: list[Step], progress: bool) -> None:
@@ -260,17 +407,17 @@ class _RunSession:
         desc = f"{self.suite.name}/{self.condition}"
         with tqdm(total=len(steps), desc=desc, disable=not progress, leave=False) as bar:
             for step in steps:
-                self.journal.begin_step(
-                    step.phase if step.event is None else f"{step.phase}:{step.event.index}")
+                self.journal.begin_step(step.name)
                 if step.event is None:
-                    stats = self.agent.sleep()
-                    self.sleep_stats = stats.model_dump(mode="json") if stats else None
+                    self.sleep_stats = self._sleep_all()
+                    self.failures.note(step.name, None, self.journal.step_failures)
                 else:
                     record = self.do_step(step)
                     if done < len(self.recorded):
                         self._check_replay(record, self.recorded[done])
                     else:
                         self.writer.write(record)
+                    self.failures.note(step.name, record, self.journal.step_failures)
                     done += 1
                 bar.update()
 
@@ -286,9 +433,12 @@ class _RunSession:
     def do_step(self, step: Step) -> dict[str, Any]:
         event = step.event
         assert event is not None
+        self._use(event.user_id)
         record = {"index": event.index, "phase": step.phase, "kind": event.kind,
                   "test_id": event.test_id, "test_type": event.test_type,
                   "session_id": event.session_id, "text": event.text}
+        if event.user_id is not None:
+            record["user_id"] = event.user_id
         if event.kind == "filler" or (event.kind == "needle"
                                       and not self.questions.answered(event)):
             start = time.perf_counter()
@@ -320,7 +470,7 @@ class _RunSession:
             self.agent.memory.set_evidence(plan.evidence_turns(event, self.turn_events))
         trace = self.agent.interact(event.text, store=store and answer,
                                     timestamp=event.timestamp, session_id=event.session_id,
-                                    options=shown, answer=answer)
+                                    options=shown, answer=answer, prompt=event.prompt)
         choice = plan.original(order, trace.choice)
         if self.logprob and shown and answer and trace.error is None:
             scores = self.llm.score_options(self.agent.last_messages, shown)
@@ -359,6 +509,16 @@ class _RunSession:
         return lines
 
 
+def _close(close: Callable[[], Any], *, quietly: bool) -> None:
+    """``close()``; when ``quietly`` (a failing run) an error is logged, not raised."""
+    try:
+        close()
+    except Exception as exc:
+        if not quietly:
+            raise
+        log.info("closing after a failure: %s: %s", type(exc).__name__, exc)
+
+
 def question_audit(turns: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per test id, from its question turns: ``answered`` (all of them went to the model) and
     ``evidence_recall`` (their mean; None when the suite names no evidence)."""
@@ -374,15 +534,18 @@ def question_audit(turns: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return audit
 
 
-def _fresh_store(root: Path) -> Path:
+def _fresh_store(root: Path, namespace: str) -> Path:
     """An empty store folder for this attempt (the replay rebuilds the memory from scratch).
 
-    Earlier attempts' folders are deleted; a new name per attempt keeps an embedded store that
-    caches its handles per path in-process (chromadb) from reopening a deleted database.
+    Earlier attempts' folders are deleted and the run's ``namespace`` is purged on every
+    configured server (Redis, chroma, SQL), so the replay starts from nothing there too. A new
+    name per attempt keeps an embedded store that caches its handles per path in-process
+    (chromadb) from reopening a deleted database.
     """
     if root.exists():
         for old in root.iterdir():
             shutil.rmtree(old, ignore_errors=True)
+    purge_namespace(namespace)
     store = root / f"attempt-{time.time_ns()}"
     store.mkdir(parents=True)
     return store

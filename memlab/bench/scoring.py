@@ -8,11 +8,15 @@ rule scorers read a published answer exactly as GoodAI's did.
 from __future__ import annotations
 
 import json
+import math
 import re
 import string
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from memlab.errors import ConfigError
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
@@ -166,3 +170,22 @@ def llm_judge(client: Any, questions: list[str], responses: list[str],
         score += int(ok)
         reasons.append(f"LLM judge: {'yes' if ok else 'no'} for expected {exp!r}.")
     return Judgement(score=score / max(len(expected), 1), reasoning=reasons, judge="llm")
+
+
+def check_scores(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Every score is a finite number in 0..max_score (a NaN would silently shrink an n).
+
+    Raises:
+        ConfigError: naming the file, the line and the test.
+    """
+    for number, row in enumerate(rows, start=1):
+        score, top = row.get("score"), row.get("max_score")
+        if not (_finite(score) and _finite(top) and 0 <= score <= top and top > 0):
+            raise ConfigError(f"{path}: line {number} (test {row.get('test_id')!r}): score "
+                              f"{score!r} of max_score {top!r} is not a number in 0..max_score; "
+                              "run the run again or fix the line")
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)

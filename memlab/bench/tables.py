@@ -1,7 +1,10 @@
 """Seed 002's tables (and the suites' score tables) from a results folder, as pandas DataFrames.
 
 Every function takes the results folder (parent of ``<run_id>/`` folders; complete runs only)
-and pools the runs of one suite and condition (all sizes and seeds). Every cell comes with its
+and pools the runs of one suite and condition (all sizes and seeds): the main phase of the
+ordinary runs (a Table 2 run, ``-probes``, answers the same questions under another protocol and
+feeds Table 2 only), and only the questions the model answered (an evidence-only question is
+never counted wrong; its cost is not an answer's). Every cell comes with its
 count ``n`` and 95% CI (``*_ci_low``/``*_ci_high``, from ``memlab.stats``): Wilson for
 proportions, Student-t for means, exact McNemar with Newcombe's interval for paired differences;
 missing cells are NaN. ``export`` writes the seed's files (``results_<ts>.json``,
@@ -22,6 +25,8 @@ import pandas as pd
 from memlab import stats
 from memlab.bench import metrics
 from memlab.bench.runlog import read_jsonl
+from memlab.bench.runner import read_manifest
+from memlab.bench.scoring import check_scores
 from memlab.errors import ConfigError
 
 PROBE_PHASES = ("pre_sleep", "post_sleep")
@@ -40,6 +45,23 @@ class RunData:
     def key(self) -> tuple[str, str]:
         return self.manifest.get("suite", "?"), self.manifest.get("condition", "?")
 
+    @property
+    def probes(self) -> bool:
+        return probes_run(self.manifest)
+
+    def scores_of(self, phase: str) -> list[dict[str, Any]]:
+        """The answered tests' scores of ``phase`` (none of a Table 2 run's main phase)."""
+        if phase == "main" and self.probes:
+            return []
+        return [s for s in self.scores if s.get("phase") == phase
+                and metrics.answered_value(s.get("answered"))]
+
+
+def probes_run(manifest: dict[str, Any]) -> bool:
+    """Whether a run followed Table 2's protocol (its spec's ``probes_sleep``)."""
+    return bool((manifest.get("spec") or {}).get("probes_sleep")
+                or str(manifest.get("run_id", "")).endswith("-probes"))
+
 
 def load_runs(results_dir: str | Path, *, include_incomplete: bool = False) -> list[RunData]:
     """Every run folder under ``results_dir`` (complete ones unless asked otherwise)."""
@@ -48,11 +70,12 @@ def load_runs(results_dir: str | Path, *, include_incomplete: bool = False) -> l
         raise ConfigError(f"results_dir {str(root)!r}: not a folder")
     runs = []
     for path in sorted(p.parent for p in root.glob("*/manifest.json")):
-        manifest = json.loads((path / "manifest.json").read_text())
+        manifest = read_manifest(path)
         if manifest.get("status") != "complete" and not include_incomplete:
             continue
-        runs.append(RunData(path.name, manifest, read_jsonl(path / "turns.jsonl"),
-                            read_jsonl(path / "scores.jsonl")))
+        scores = read_jsonl(path / "scores.jsonl")
+        check_scores(path / "scores.jsonl", scores)
+        runs.append(RunData(path.name, manifest, read_jsonl(path / "turns.jsonl"), scores))
     return runs
 
 
@@ -70,8 +93,9 @@ def _cell(prefix: str, value: metrics.MetricValue) -> dict[str, Any]:
 
 def _pooled(runs: list[RunData], fn: metrics.MetricFn, phase: str,
             embedder: Any) -> dict[tuple[str, int], float]:
-    """Outcomes of every run, keyed by (run_id, question index)."""
-    return {(run.run_id, index): value for run in runs
+    """Outcomes of every run, keyed by (run_id, question index); the main phase of ordinary
+    runs only (see the module docstring)."""
+    return {(run.run_id, index): value for run in runs if phase != "main" or not run.probes
             for index, value in fn(run.turns, phase, embedder).items()}
 
 
@@ -84,17 +108,18 @@ def table1(results_dir: str | Path, *, embedder: Any = None) -> pd.DataFrame:
     cost per answer: prompt_tokens, completion_tokens, latency_s (means over answered turns).
     For a suite without multiple-choice questions (LTM), long_horizon_qa is the mean test score
     fraction from scores.jsonl (``stats.score_ci``: Wilson when every score is 0 or 1, else a t
-    interval clipped to [0, 1]).
+    interval clipped to [0, 1]). Table 2 runs are left out (``runs`` counts the others).
     """
     rows = []
-    for (suite, condition), runs in sorted(_groups(load_runs(results_dir)).items()):
+    ordinary = [r for r in load_runs(results_dir) if not r.probes]
+    for (suite, condition), runs in sorted(_groups(ordinary).items()):
         row: dict[str, Any] = {"suite": suite, "condition": condition, "runs": len(runs)}
         for name, fn in metrics.TABLE1.items():
             outcomes = _pooled(runs, fn, "main", embedder)
             value = metrics.summarise(name, outcomes.values(), phase="main")
             if name == "long_horizon_qa" and not outcomes:
-                fractions = [s["score"] / s["max_score"] for r in runs for s in r.scores
-                             if s.get("phase") == "main"]
+                fractions = [s["score"] / s["max_score"] for r in runs
+                             for s in r.scores_of("main")]
                 value = metrics.summarise(name, fractions, phase="main", kind="score")
             row.update(_cell(name, value))
         answers = _answers(runs)
@@ -114,8 +139,15 @@ def table2(results_dir: str | Path, *, embedder: Any = None,
     Columns: suite, metric, then ``pre``, ``post`` and ``delta`` each with ``_n``, ``_ci_low``,
     ``_ci_high``, and ``delta_p``. pre/post are proportions over the probes asked before/after
     the forced sleep cycle (Wilson CI); delta is the paired difference post - pre over the same
-    probes (Newcombe's interval) and delta_p its exact McNemar p-value. Metrics: delayed_recall, cue_based_recall, cross_episode_integration,
-    schema_utilisation, schema_generalisation (see ``memlab.bench.metrics``).
+    probes (Newcombe's interval) and delta_p its exact McNemar p-value (the paired bootstrap for
+    fractional outcomes). Metrics: delayed_recall, cue_based_recall, cross_episode_integration,
+    schema_utilisation, schema_generalisation (see ``memlab.bench.metrics``); accuracy metrics
+    count answered probes only.
+
+    Beside them, what the forced cycles did, summed over the suite's Table 2 runs (their
+    manifests' ``sleep_stats``; ``CYCLE_COLUMNS``): unconsolidated episodes at the start,
+    episodes replayed (consolidated unless their batch failed: ``cycle_failures`` counts failed
+    steps), memories and schemas formed, episodes forgotten.
     """
     rows = []
     for (suite, cond), runs in sorted(_groups(load_runs(results_dir)).items()):
@@ -130,15 +162,31 @@ def table2(results_dir: str | Path, *, embedder: Any = None,
             row.update(_cell("post", metrics.summarise(name, post.values())))
             change = metrics.delta(name, pre, post)
             row.update(_cell("delta", change) | {"delta_p": change.p_value})
-            rows.append(row)
+            rows.append(row | cycle_totals(runs))
     return pd.DataFrame(rows, columns=_table2_columns())
+
+
+# CycleStats counts shown beside Table 2 (column name -> CycleStats field)
+CYCLE_COLUMNS = {"episodes_considered": "episodes_considered",
+                 "episodes_replayed": "episodes_replayed", "memories_formed": "memories_created",
+                 "schemas_formed": "schemas_created", "episodes_forgotten": "episodes_forgotten"}
+
+
+def cycle_totals(runs: list[RunData]) -> dict[str, int]:
+    """The forced cycles' counts summed over ``runs`` (``CYCLE_COLUMNS``, ``cycles`` and
+    ``cycle_failures``); a run without ``sleep_stats`` adds nothing."""
+    cycles = [r.manifest["sleep_stats"] for r in runs if r.manifest.get("sleep_stats")]
+    totals = {column: sum(int(c.get(field) or 0) for c in cycles)
+              for column, field in CYCLE_COLUMNS.items()}
+    return {"cycles": len(cycles), **totals,
+            "cycle_failures": sum(len(c.get("failures") or []) for c in cycles)}
 
 
 def _table2_columns() -> list[str]:
     cols = ["suite", "condition", "metric"]
     for p in ("pre", "post", "delta"):
         cols += [p, f"{p}_n", f"{p}_ci_low", f"{p}_ci_high"]
-    return cols + ["delta_p"]
+    return cols + ["delta_p", "cycles", *CYCLE_COLUMNS, "cycle_failures"]
 
 
 def ltm_scores(results_dir: str | Path, *, suite: str = "ltm",
@@ -148,13 +196,14 @@ def ltm_scores(results_dir: str | Path, *, suite: str = "ltm",
     Columns: condition, test_type ("total" for the suite score), score, n, ci_low, ci_high,
     max_score. A type's score is the mean score fraction of its tests (``stats.score_ci``); the
     total is the sum over types of those means, out of the number of types
-    (``stats.sum_of_means_ci``: the types' standard errors added in quadrature).
+    (``stats.sum_of_means_ci``: the types' standard errors added in quadrature). Answered
+    tests only.
     """
     rows = []
     for (name, condition), runs in sorted(_groups(load_runs(results_dir)).items()):
         if name != suite:
             continue
-        frame = pd.DataFrame([s for r in runs for s in r.scores if s.get("phase") == phase])
+        frame = pd.DataFrame([s for r in runs for s in r.scores_of(phase)])
         if frame.empty:
             continue
         frame["fraction"] = frame["score"] / frame["max_score"]
@@ -185,6 +234,8 @@ def persona_by_type(results_dir: str | Path, *, suite: str = "persona", phase: s
             continue
         by_type: dict[str, list[float]] = {}
         for run in runs:
+            if phase == "main" and run.probes:
+                continue
             outcomes = metrics.long_horizon_qa(run.turns, phase, embedder)
             types = {t["index"]: t.get("test_type") or "?" for t in run.turns
                      if t["phase"] == phase}
@@ -200,8 +251,10 @@ def persona_by_type(results_dir: str | Path, *, suite: str = "persona", phase: s
 
 
 def _answers(runs: list[RunData]) -> pd.DataFrame:
-    """Answered turns (needles and questions, every phase) with their costs."""
-    rows = [t for r in runs for t in r.turns if t["kind"] != "filler" and not t.get("error")]
+    """Answered turns (needles and questions the model answered, every phase) with their
+    costs."""
+    rows = [t for r in runs for t in r.turns if t["kind"] != "filler" and not t.get("error")
+            and metrics.is_answered(t)]
     frame = pd.DataFrame(rows, columns=["prompt_tokens", "completion_tokens", "llm_latency_s",
                                         "memory_latency_s", "prompt_tokens_memory", "cached"])
     frame["latency_s"] = frame["llm_latency_s"] + frame["memory_latency_s"]

@@ -11,6 +11,7 @@ during a grid) stops the command with status 130; a stopped grid keeps its compl
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Callable
@@ -34,7 +35,7 @@ Start here:
 """
 EPILOG = "Each command has its own help: memlab <command> --help"
 # Modules of memlab.cli that add commands, in the order --help lists them.
-COMMAND_MODULES = ("runs", "serving", "seeds", "listings")
+COMMAND_MODULES = ("runs", "serving", "seeds", "goodai", "listings", "suites_info")
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -63,9 +64,24 @@ def main(argv: list[str] | None = None) -> int:
     except MemlabError as exc:
         print(f"memlab {args.command}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # the machine, not the command: a full disk, a device gone
+        print(f"memlab {args.command}: failed: {os_error_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as exc:  # grid.GridInterrupted says what is kept
         print(f"memlab {args.command}: {exc or 'interrupted'}", file=sys.stderr)
         return 130
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an operating-system error: what, which file, and what to do."""
+    where = f": {exc.filename}" if exc.filename else ""
+    text = f"{exc.strerror or exc}{where}"
+    if exc.errno == errno.ENOSPC:
+        return text + " (the disk is full: free some space and run the command again; a run " \
+                      "resumes where it stopped)"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return text + " (choose a folder you can write to, or fix its permissions)"
+    return text
 
 
 if __name__ == "__main__":

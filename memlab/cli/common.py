@@ -58,6 +58,14 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def port(text: str) -> int:
+    """A TCP port, 0..65535."""
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port, 0..65535, got {text}")
+    return value
+
+
 def split(text: str | None, cast=str) -> list | None:
     """A comma-separated command-line list (None when not given)."""
     if not text:

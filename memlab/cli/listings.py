@@ -1,18 +1,21 @@
-"""``memlab conditions`` / ``suites`` / ``llms`` / ``embedders``: what is registered, a line each."""
+"""``memlab conditions`` / ``llms`` / ``embedders``: what is registered, a line each.
+
+``memlab suites`` lists the suites the same way; it lives in ``suites_info`` because it also
+has ``memlab suites info``.
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from memlab.bench.base import SUITES
 from memlab.embed.base import EMBEDDERS
 from memlab.llm.base import LLMS
 from memlab.memory.base import MEMORIES
 from memlab.registry import Registry
 
 LISTINGS: dict[str, tuple[Registry, str]] = {
-    "conditions": (MEMORIES, "memory conditions"), "suites": (SUITES, "benchmark suites"),
-    "llms": (LLMS, "LLM providers"), "embedders": (EMBEDDERS, "embedders")}
+    "conditions": (MEMORIES, "memory conditions"), "llms": (LLMS, "LLM providers"),
+    "embedders": (EMBEDDERS, "embedders")}
 
 
 def register(commands) -> dict:
@@ -23,8 +26,12 @@ def register(commands) -> dict:
 
 
 def cmd_listing(args: argparse.Namespace) -> int:
-    registry = LISTINGS[args.command][0]
+    print_listing(LISTINGS[args.command][0])
+    return 0
+
+
+def print_listing(registry: Registry) -> None:
+    """Every name of ``registry`` with its one-line description."""
     width = max(len(name) for name in registry.names())
     for name, description in registry.describe():
         print(f"{name:<{width}}  {description}")
-    return 0

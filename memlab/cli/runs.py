@@ -16,11 +16,13 @@ from memlab.cli.common import (
     chosen,
     names,
     non_negative_int,
+    port,
     positive_int,
     split,
 )
 from memlab.errors import ConfigError, MemlabError, MissingDependencyError
 from memlab.memory.base import MEMORIES
+from memlab.userfiles import writable_folder
 
 LAB_DIR = "memlab-notebooks"
 LAB_DESCRIPTION = f"""\
@@ -48,6 +50,15 @@ def add_grid_options(parser: argparse.ArgumentParser) -> None:
                         help="retries of a cell whose kernel failed to start (default 2)")
 
 
+def add_published_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--locomo", default=None, metavar="PATH",
+                        help="add LoCoMo cells read from this locomo10.json (sizes per grid: "
+                             "docs/suites.md)")
+    parser.add_argument("--longmemeval", default=None, metavar="PATH",
+                        help="add LongMemEval cells read from this longmemeval_s/_m/_oracle "
+                             "JSON (sizes per grid: docs/suites.md)")
+
+
 def register(commands) -> dict:
     raw = RAW
 
@@ -66,6 +77,10 @@ def register(commands) -> dict:
     run.add_argument("--seed", type=non_negative_int, default=0,
                      help="suite and run seed (default 0)")
     run.add_argument("--out", default="results/manual", help="results folder (results/manual)")
+    run.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                     help="a suite option, repeatable; the value is read as YAML "
+                          "(-o examples=1 -o 'types=[colours, jokes]'; memlab suites lists "
+                          "the suites, a wrong key is named with the ones the suite takes)")
     run.add_argument("--answered", type=non_negative_int, default=None,
                      help="answer the questions of a seeded sample of this many tests; the "
                           "others are measured for evidence recall only (default: all; 0: "
@@ -76,6 +91,9 @@ def register(commands) -> dict:
     run.add_argument("--probes-sleep", action="store_true",
                      help="Table 2's protocol: no auto-sleep; the questions before and after "
                           "one forced sleep cycle")
+    run.add_argument("--data", default=None,
+                     help="the published data file of locomo / longmemeval (suite option "
+                          "'data'; see docs/suites.md)")
     add_model_options(run)
 
     grid = commands.add_parser(
@@ -96,6 +114,7 @@ def register(commands) -> dict:
     grid.add_argument("--suites", help=f"comma-separated subset of: {names(SUITES)}")
     grid.add_argument("--seeds", help="comma-separated seeds replacing the spec's")
     grid.add_argument("--results", default=None, help="results folder (default results/<spec>)")
+    add_published_options(grid)
     add_model_options(grid)
     add_grid_options(grid)
 
@@ -113,6 +132,7 @@ def register(commands) -> dict:
     paper.add_argument("--full", action="store_true", help="same as --spec full")
     paper.add_argument("--results", default=None, help="results folder (default results/<spec>)")
     paper.add_argument("--figures", default="figures", help="figures folder (default figures)")
+    add_published_options(paper)
     add_model_options(paper)
     add_grid_options(paper)
 
@@ -122,7 +142,7 @@ def register(commands) -> dict:
     lab.add_argument("--dir", default=None,
                      help=f"working folder the notebooks are copied into (default ./{LAB_DIR}; "
                           "in a source checkout, default: the checkout's memlab/notebooks/)")
-    lab.add_argument("--port", type=int, default=8888)
+    lab.add_argument("--port", type=port, default=8888)
     lab.add_argument("--no-browser", action="store_true")
 
     return {"run": cmd_run, "grid": cmd_grid, "paper": cmd_paper, "lab": cmd_lab}
@@ -136,10 +156,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         llm_model=args.llm_model, memory_llm=args.memory_llm,
         memory_llm_model=args.memory_llm_model, embedder=args.embedder,
         answered=args.answered, probes_sleep=args.probes_sleep,
+        suite_options=suite_options(args.option) | ({"data": args.data} if args.data else {}),
         needle_replies="scripted" if args.scripted_needles else "model")
     print(lab.run_summary(run_dir).to_string())
     print(f"\nrun folder: {run_dir}")
     return 0
+
+
+def suite_options(pairs: list[str]) -> dict:
+    """``KEY=VALUE`` command-line options as a dict (values read as YAML)."""
+    import yaml
+
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"option {pair!r}: expected KEY=VALUE, e.g. examples=1")
+        try:
+            options[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"option {key.strip()!r}: value {value!r} is not YAML ({exc})"
+                              ) from None
+    return options
 
 
 MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model", "embedder")
@@ -147,6 +185,7 @@ MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model", "embedder"
 
 def _grid_cells(args: argparse.Namespace, spec_name: str):
     from memlab import grid
+    from memlab.gridspec import with_published
 
     spec = grid.load_spec(spec_name)
     update = {"conditions": split(getattr(args, "conditions", None)),
@@ -154,6 +193,8 @@ def _grid_cells(args: argparse.Namespace, spec_name: str):
               "seeds": split(getattr(args, "seeds", None), int)}
     spec = grid.validate_spec(spec.model_dump() | {k: v for k, v in update.items() if v},
                               spec.name)
+    spec = with_published(spec, {"locomo": getattr(args, "locomo", None),
+                                 "longmemeval": getattr(args, "longmemeval", None)})
     cells = spec.cells(**{f: chosen(getattr(args, f), f) for f in MODEL_FIELDS})
     return spec, cells
 
@@ -191,6 +232,7 @@ def cmd_paper(args: argparse.Namespace) -> int:
     from memlab.notebooks import notebook_path
 
     spec, cells = _grid_cells(args, "full" if args.full else args.spec)
+    writable_folder(args.figures, "figures folder")  # before hours of grid, not after
     results = Path(args.results or f"results/{spec.name}")
     status = _run_cells(args, spec, cells, results)
     output = results / "notebooks" / "paper.ipynb"

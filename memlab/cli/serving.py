@@ -1,11 +1,27 @@
-"""``memlab serve`` (an agent over HTTP) and ``memlab goodai-rescore``."""
+"""``memlab serve`` (agents over HTTP, one per session) and ``memlab goodai-rescore``."""
 
 from __future__ import annotations
 
 import argparse
 
-from memlab.cli.common import add_model_options, names
+from memlab.cli.common import RAW, add_model_options, names, port
 from memlab.memory.base import MEMORIES
+
+SERVE_HELP = """\
+Serve memlab agents over HTTP (FastAPI; OpenAPI page at /docs). Each session has its own agent
+and its own memory under WORKDIR/sessions/<id>/; sessions never see each other's memory.
+
+  POST   /sessions                  {"condition", "user_id", "agent_id", "options"} -> {"id", ...}
+  POST   /sessions/{id}/turn        {"message", "history"?, "timestamp"?, "max_tokens"?} -> reply + trace
+  POST   /sessions/{id}/observe     {"user", "assistant", "timestamp"?}: store without generating
+  POST   /sessions/{id}/sleep       run the condition's sleep cycle now
+  DELETE /sessions/{id}             forget the session (its memory and journal)
+  GET    /sessions/{id}/memory      what it stored (?query=... adds what it recalls)
+  POST   /turn                      the seed's BenchmarkTurnPayload, on a default session
+
+A turn is acknowledged (200) only once it is stored and journaled (fsync). SIGTERM finishes the
+requests in flight, then exits. Beyond loopback MEMLAB_API_TOKEN is required (bearer token).
+"""
 
 
 def register(commands) -> dict:
@@ -13,19 +29,25 @@ def register(commands) -> dict:
         "goodai-rescore", help="re-score published GoodAI LTM results with memlab's scorers",
         description="Re-score a folder of GoodAI result files (<agent>/<Test Type>/<id>_<rep>.json)"
                     " and print, per test type, how many published scores memlab reproduces.",
-        epilog="example: memlab goodai-rescore ../shared/data/goodai-ltm-v3-1k/results")
+        epilog="example: memlab goodai-rescore --goodai-scorers published "
+               "../shared/data/goodai-ltm-v3-1k/results")
     rescore.add_argument("dir", help="folder of GoodAI result files")
+    rescore.add_argument("--goodai-scorers", choices=("current", "published"), default="current",
+                         help="GoodAI's scoring today (current, default) or the 2024-05 scoring "
+                              "the published v3 results were scored with (published)")
 
     serve = commands.add_parser(
-        "serve", help="serve one agent over HTTP (BenchmarkTurnPayload in, reply out)",
-        description="POST /turn with {\"history\": ..., \"message\": ...} returns the reply and "
-                    "its trace; GET /health. Loopback by default.",
+        "serve", help="serve agents over HTTP, one per session (FastAPI)",
+        description=SERVE_HELP, formatter_class=RAW,
         epilog="example: memlab serve --condition rag --port 8765")
     serve.add_argument("-c", "--condition", default="rag", choices=MEMORIES.names(),
-                       metavar="CONDITION", help=f"one of: {names(MEMORIES)} (default rag)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
-    serve.add_argument("--workdir", default="results/serve", help="folder of the agent's stores")
+                       metavar="CONDITION",
+                       help=f"default condition of new sessions: {names(MEMORIES)} (default rag)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to bind (default loopback; beyond it needs MEMLAB_API_TOKEN)")
+    serve.add_argument("--port", type=port, default=8765, help="TCP port (default 8765)")
+    serve.add_argument("--workdir", default="results/serve",
+                       help="folder of the sessions' journals and stores (default results/serve)")
     add_model_options(serve)
     return {"goodai-rescore": cmd_goodai_rescore, "serve": cmd_serve}
 
@@ -33,16 +55,17 @@ def register(commands) -> dict:
 def cmd_goodai_rescore(args: argparse.Namespace) -> int:
     from memlab.bench.goodai import format_rescore_report, goodai_rescore
 
-    print(format_rescore_report(goodai_rescore(args.dir)))
+    print(format_rescore_report(goodai_rescore(args.dir, scorers=args.goodai_scorers)))
     return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from memlab import lab
     from memlab.server import serve
+    from memlab.userfiles import writable_folder
 
-    llm = lab.make_llm(args.llm, args.llm_model)
-    agent = lab.make_agent(args.condition, llm=llm, workdir=args.workdir,
-                           embedder=lab.make_embedder(args.embedder))
-    serve(agent, args.host, args.port, condition=args.condition)
+    writable_folder(args.workdir, "--workdir")  # a file there is the user's mistake: exit 2
+    serve(condition=args.condition, llm=lab.make_llm(args.llm, args.llm_model),
+          embedder=lab.make_embedder(args.embedder), workdir=args.workdir, host=args.host,
+          port=args.port)
     return 0

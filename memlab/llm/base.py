@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from memlab.errors import LLMError
 from memlab.registry import Registry
 
 Role = Literal["system", "user", "assistant"]
@@ -74,18 +75,35 @@ class LLMClient(ABC):
         msgs = as_messages(messages)
         params = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop,
                   "json_schema": json_schema, "choices": choices}
+        key = params | self.cache_identity(params)
         if self.cache is not None:
-            hit = self.cache.get(self.provider, self.model, msgs, params)
+            hit = self.cache.get(self.provider, self.model, msgs, key)
             if hit is not None:
                 return hit
         start = time.perf_counter()
-        result = self._complete(msgs, **params)
+        try:
+            result = self._complete(msgs, **params)
+        except LLMError as exc:
+            self._note_failure(exc)
+            raise
         self.calls += 1
         if not result.latency_s:
             result.latency_s = time.perf_counter() - start
         if self.cache is not None:
-            self.cache.put(self.provider, self.model, msgs, params, result)
+            self.cache.put(self.provider, self.model, msgs, key, result)
         return result
+
+    def cache_identity(self, params: dict[str, Any]) -> dict[str, Any]:
+        """What, besides provider, model, messages and ``params``, selects this call's answer:
+        added to its cache key (and to a run's identity). Subclasses add e.g. the server URL;
+        an empty dict leaves the key as it was."""
+        return {}
+
+    def _note_failure(self, error: LLMError) -> None:
+        """Tell a cache that records failures (a run's CallJournal) that the call failed."""
+        note = getattr(self.cache, "note_failure", None)
+        if note is not None:
+            note(error)
 
     @contextmanager
     def using_cache(self, cache: Any) -> Iterator[Any]:
@@ -122,14 +140,19 @@ class LLMClient(ABC):
         """
         msgs, options = as_messages(messages), list(options)
         cache = self.cache if hasattr(self.cache, "get_scores") else None
+        identity = self.cache_identity({}) or None
         if cache is not None:
-            hit = cache.get_scores(self.provider, self.model, msgs, options)
+            hit = cache.get_scores(self.provider, self.model, msgs, options, identity=identity)
             if hit is not None:
                 return hit
-        scores = self._score_options(msgs, options)
+        try:
+            scores = self._score_options(msgs, options)
+        except LLMError as exc:
+            self._note_failure(exc)
+            raise
         self.calls += 1
         if cache is not None:
-            cache.put_scores(self.provider, self.model, msgs, options, scores)
+            cache.put_scores(self.provider, self.model, msgs, options, scores, identity=identity)
         return scores
 
     def _score_options(self, messages: list[Message], options: list[str]) -> list[float]:

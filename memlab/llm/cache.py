@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memlab.errors import StoreError
 from memlab.llm.base import Completion, Message
+from memlab.userfiles import writable_folder
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -53,7 +55,7 @@ class ResponseCache:
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        writable_folder(self.path.parent, "LLM cache folder (MEMLAB_CACHE_DIR)")
         self.busy_timeout_s = busy_timeout_s
         self.hits = 0
         self.misses = 0
@@ -65,19 +67,32 @@ class ResponseCache:
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():  # never share a handle across fork
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s,
-                                   isolation_level=None, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(_SCHEMA)
+            try:
+                conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s,
+                                       isolation_level=None, check_same_thread=False)
+                conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(_SCHEMA)
+            except sqlite3.DatabaseError as exc:
+                raise self._unusable(exc) from exc
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
+    def _unusable(self, exc: sqlite3.Error) -> StoreError:
+        """The error for a cache file SQLite cannot use (corrupt, not a database, locked)."""
+        corrupt = any(w in str(exc) for w in ("not a database", "malformed", "corrupt"))
+        advice = ("; it only holds cached answers: move it aside or delete it (or set "
+                  "MEMLAB_LLM_CACHE=0, or MEMLAB_CACHE_DIR to another folder)") if corrupt else ""
+        return StoreError(f"LLM response cache {self.path}: {exc}{advice}")
+
     def _get_value(self, key: str) -> str | None:
         with self._lock:
-            row = self._connection().execute(
-                "SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            try:
+                row = self._connection().execute(
+                    "SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            except sqlite3.DatabaseError as exc:
+                raise self._unusable(exc) from exc
         if row is None:
             self.misses += 1
             return None
@@ -86,9 +101,13 @@ class ResponseCache:
 
     def _put_value(self, key: str, kind: str, provider: str, model: str, value: str) -> None:
         with self._lock:
-            self._connection().execute(
-                "INSERT OR REPLACE INTO responses (key, kind, provider, model, value, created) "
-                "VALUES (?, ?, ?, ?, ?, ?)", (key, kind, provider, model, value, time.time()))
+            try:
+                self._connection().execute(
+                    "INSERT OR REPLACE INTO responses (key, kind, provider, model, value, "
+                    "created) VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, kind, provider, model, value, time.time()))
+            except sqlite3.DatabaseError as exc:
+                raise self._unusable(exc) from exc
 
     def get(self, provider: str, model: str, messages: list[Message],
             params: dict[str, Any]) -> Completion | None:
@@ -108,14 +127,19 @@ class ResponseCache:
                         provider, model, stored.model_dump_json())
 
     def get_scores(self, provider: str, model: str, messages: list[Message],
-                   options: list[str]) -> list[float] | None:
-        value = self._get_value(
-            cache_key(provider, model, messages, {"options": options}, kind="scores"))
+                   options: list[str], *, identity: dict[str, Any] | None = None
+                   ) -> list[float] | None:
+        """Cached option scores; ``identity``: the client's ``cache_identity`` (server URL...)."""
+        key = cache_key(provider, model, messages, {"options": options, **(identity or {})},
+                        kind="scores")
+        value = self._get_value(key)
         return None if value is None else [float(x) for x in json.loads(value)]
 
     def put_scores(self, provider: str, model: str, messages: list[Message],
-                   options: list[str], scores: list[float]) -> None:
-        key = cache_key(provider, model, messages, {"options": options}, kind="scores")
+                   options: list[str], scores: list[float], *,
+                   identity: dict[str, Any] | None = None) -> None:
+        key = cache_key(provider, model, messages, {"options": options, **(identity or {})},
+                        kind="scores")
         self._put_value(key, "scores", provider, model, json.dumps(scores))
 
     def __len__(self) -> int:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from functools import lru_cache
+from importlib import metadata
 from typing import Any
 
 
@@ -46,3 +48,15 @@ def grammar_for(json_schema: dict[str, Any] | None, choices: list[str] | None):
         schema_json = json.dumps(json_schema) if json_schema else None  # keeps field order
         return _json_grammar(schema_json)
     return None
+
+
+@lru_cache(maxsize=1)
+def grammar_version() -> str:
+    """What decides a constrained call's grammar: memlab's GBNF rules and llama-cpp-python's
+    JSON-schema converter (by its version), as a short hash for the response-cache key."""
+    try:
+        converter = metadata.version("llama_cpp_python")
+    except metadata.PackageNotFoundError:
+        converter = "none"
+    text = choices_gbnf(["(a)", 'say "b"\n']) + converter
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

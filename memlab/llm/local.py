@@ -18,7 +18,7 @@ import numpy as np
 from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, LLMError, MissingDependencyError
 from memlab.llm.base import Completion, LLMClient, Message, as_messages
-from memlab.llm.grammars import grammar_for
+from memlab.llm.grammars import grammar_for, grammar_version
 from memlab.llm.weights import ensure_model_file, packaged_model
 
 # Used when a user's GGUF carries no chat template.
@@ -99,7 +99,8 @@ def resolve_model_path(settings: Settings, size: str | None,
     if path is not None:
         path = Path(path).expanduser()
         if not path.is_file():
-            raise ConfigError(f"local_model (MEMLAB_LOCAL_MODEL): no GGUF file at {path}")
+            raise ConfigError(f"local model (--llm-model or MEMLAB_LOCAL_MODEL): no GGUF file at "
+                              f"{path}; give a packaged tier (0.5b, 1.5b, 135m) or a GGUF file")
         return path, path.name.removesuffix(".gguf"), None
     spec = packaged_model(size or settings.local_size)
     return ensure_model_file(spec, settings.cache_dir), spec.name, spec.size
@@ -134,8 +135,11 @@ class LocalLLM(LLMClient):
         if flash_attn is None:
             flash_attn = FLASH_ATTN.get(packaged or "", False)
         self.flash_attn = flash_attn
+        # every core for generation too (llama-cpp-python's default is half of them); a grid
+        # of several workers sets MEMLAB_N_THREADS to share the cores instead
+        threads = n_threads or settings.n_threads or os.cpu_count() or 1
         self._loaded = load_model(path, self.context_window, flash_attn=flash_attn, seed=seed,
-                                  n_threads=n_threads or settings.n_threads)
+                                  n_threads=threads)
 
     @property
     def llama(self) -> Any:
@@ -162,6 +166,11 @@ class LocalLLM(LLMClient):
     def count_message_tokens(self, messages: list[Message]) -> int:
         """Tokens of the whole rendered chat prompt, template included."""
         return len(self._prompt_tokens(as_messages(messages)))
+
+    def cache_identity(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A constrained call's answer also depends on how its grammar is built."""
+        constrained = params.get("json_schema") is not None or params.get("choices")
+        return {"grammar": grammar_version()} if constrained else {}
 
     def _complete(self, messages: list[Message], **params: Any) -> Completion:
         tokens = self._prompt_tokens(messages)

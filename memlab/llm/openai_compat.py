@@ -71,6 +71,11 @@ class OpenAICompatLLM(LLMClient):
             base_delay_s=retry_base_delay_s)
         self._http = httpx.Client(timeout=self.timeout_s)
 
+    def cache_identity(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Two servers may serve different weights under one model name: the URL is part of
+        every call's cache key (and of a run's identity)."""
+        return {"base_url": self.url}
+
     def _headers(self) -> dict[str, str]:
         key = api_key_from_env(*KEY_VARS)
         return {"Authorization": f"Bearer {key}"} if key else {}

@@ -36,15 +36,17 @@ def prompt_schema(model_cls: type[BaseModel], *, max_items: int | None = None,
     by ``maxLength`` (the reply is still validated by the model's own rules)."""
     schema = _drop_titles(model_cls.model_json_schema())
     schema.pop("description", None)
-    return _bound(schema, max_items, max_chars)
+    return bound_schema(schema, max_items, max_chars)
 
 
-def _bound(node: Any, max_items: int | None, max_chars: int | None) -> Any:
+def bound_schema(node: Any, max_items: int | None, max_chars: int | None) -> Any:
+    """``node`` (a JSON schema) with every list bounded by ``maxItems`` and every free string
+    by ``maxLength`` (None: that bound is left out)."""
     if isinstance(node, list):
-        return [_bound(v, max_items, max_chars) for v in node]
+        return [bound_schema(v, max_items, max_chars) for v in node]
     if not isinstance(node, dict):
         return node
-    bounded = {k: _bound(v, max_items, max_chars) for k, v in node.items()}
+    bounded = {k: bound_schema(v, max_items, max_chars) for k, v in node.items()}
     kind = bounded.get("type")
     if max_items is not None and kind == "array" and "maxItems" not in bounded:
         bounded["maxItems"] = max(max_items, bounded.get("minItems", 0))

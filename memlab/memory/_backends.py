@@ -1,7 +1,11 @@
-"""Where a condition's stores live: run folder, operating memory, vector store, embedder.
+"""Where a condition's stores live: run folder, run namespace, operating memory, vector store,
+record stores, embedder.
 
-Embedded defaults (in-process KV, chromadb in the run folder) unless ``MEMLAB_REDIS_URL`` /
-``MEMLAB_CHROMA_URL`` (or the condition's config) name a server.
+Embedded defaults (in-process KV, chromadb and SQLite in the run folder) unless
+``MEMLAB_REDIS_URL`` / ``MEMLAB_CHROMA_URL`` / ``MEMLAB_SQL_URL`` (or the condition's config)
+name a server. Everything a run stores on a server carries the run's namespace
+(``memlab.stores.base.run_namespace``): the Redis key prefix, the chroma collection tag, the
+SQL rows' namespace column; :func:`purge_namespace` deletes all of it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from memlab.embed.base import Embedder, get_embedder
 
 if TYPE_CHECKING:
     from memlab.stores.operating import OperatingMemory
+    from memlab.stores.records import RecordBackends
     from memlab.stores.vector import ChromaVectorStore
 
 
@@ -63,18 +68,62 @@ def resolve_embedder(embedder: Embedder | None) -> Embedder:
     return embedder if embedder is not None else get_embedder(get_settings().embedder)
 
 
-def open_operating_memory(redis_url: str | None = None) -> OperatingMemory:
-    """Operating memory on Redis (config or ``MEMLAB_REDIS_URL``), else in-process."""
+def purge_namespace(namespace: str, *, workdir: Path | None = None) -> None:
+    """Delete everything stored under ``namespace`` on every configured backend.
+
+    Redis keys (``MEMLAB_REDIS_URL``), chroma collections (``MEMLAB_CHROMA_URL``) and SQL rows
+    (``MEMLAB_SQL_URL``); with ``workdir``, also the embedded chroma and SQLite files there (if
+    they exist). The in-process operating memory belongs to one memory object and needs none.
+
+    Raises:
+        StoreUnavailableError: a configured server cannot be reached (named in the message).
+    """
+    from memlab.stores.operating import OperatingMemory
+    from memlab.stores.records import CHROMA_FOLDER, SQLITE_FILE, purge_records
+    from memlab.stores.sql import make_engine
+    from memlab.stores.vector import make_client, purge_run
+
+    settings = get_settings()
+    if settings.redis_url:
+        operating = OperatingMemory.from_url(settings.redis_url, namespace=namespace)
+        try:
+            operating.clear()
+        finally:
+            operating.close()
+    embedded = Path(workdir) if workdir is not None else None
+    if settings.chroma_url or (embedded and (embedded / CHROMA_FOLDER).exists()):
+        path = None if settings.chroma_url else embedded / CHROMA_FOLDER
+        purge_run(make_client(path=path, url=settings.chroma_url), namespace)
+    if settings.sql_url or (embedded and (embedded / SQLITE_FILE).exists()):
+        engine = make_engine(settings.sql_url, None if settings.sql_url else embedded / SQLITE_FILE)
+        try:
+            purge_records(engine, namespace)
+        finally:
+            engine.dispose()
+
+
+def open_operating_memory(redis_url: str | None = None, *,
+                          namespace: str = "") -> OperatingMemory:
+    """Operating memory on Redis (config or ``MEMLAB_REDIS_URL``, keys in ``namespace``), else
+    in-process."""
     from memlab.stores.operating import OperatingMemory
 
-    return OperatingMemory.from_url(redis_url or get_settings().redis_url)
+    return OperatingMemory.from_url(redis_url or get_settings().redis_url, namespace=namespace)
 
 
 def open_vector_store(scope_key: str, embedder: Embedder, folder: Path, *, namespace: str,
-                      chroma_url: str | None = None) -> ChromaVectorStore:
-    """A scoped chroma collection in ``folder``/chroma (or on the configured server)."""
+                      run_namespace: str = "", chroma_url: str | None = None
+                      ) -> ChromaVectorStore:
+    """A scoped chroma collection of the run in ``folder``/chroma (or on the configured server)."""
     from memlab.stores.vector import ChromaVectorStore
 
     url = chroma_url or get_settings().chroma_url
     return ChromaVectorStore(scope_key, embedder, path=None if url else folder / "chroma",
-                             url=url, namespace=namespace)
+                             url=url, namespace=namespace, run_namespace=run_namespace)
+
+
+def open_record_backends(folder: Path) -> RecordBackends:
+    """SQL engine + chroma client for the record stores (the run folder, or the servers)."""
+    from memlab.stores.records import RecordBackends
+
+    return RecordBackends(folder)

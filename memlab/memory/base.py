@@ -7,6 +7,7 @@ which condition it runs.
 
 from __future__ import annotations
 
+import secrets
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime
 from pathlib import Path
@@ -135,6 +136,10 @@ class MemorySystem(ABC):
         embedder: for conditions that search by similarity.
         workdir: folder for this run's embedded stores.
         config: the condition's own pydantic config (see ``Config`` on each subclass).
+        namespace: the run this memory belongs to; everything it stores on a server carries it
+            (``memlab.stores.base.run_namespace``). Default: derived from ``workdir``
+            (a fresh one without a workdir), so an ad-hoc agent reopened on its folder finds
+            its memory and two folders never share one.
     """
 
     key: ClassVar[str] = "base"
@@ -144,14 +149,17 @@ class MemorySystem(ABC):
     keeps_provenance: ClassVar[bool] = True
     # Whether the memory is told each question's evidence before recall (the oracle arm only).
     uses_evidence: ClassVar[bool] = False
+    # The context window the memory's own model needs (None: the configured one will do).
+    memory_context_window: ClassVar[int | None] = None
 
     def __init__(self, scope: Scope, *, llm: LLMClient | None = None,
                  embedder: Embedder | None = None, workdir: Path | None = None,
-                 config: BaseModel | dict[str, Any] | None = None):
+                 config: BaseModel | dict[str, Any] | None = None, namespace: str | None = None):
         self.scope = scope
         self.llm = llm
         self.embedder = embedder
         self.workdir = Path(workdir) if workdir else None
+        self.namespace = namespace or default_namespace(self.workdir)
         if config is None or isinstance(config, dict):
             config = self.Config(**(config or {}))
         self.config = config
@@ -175,8 +183,19 @@ class MemorySystem(ABC):
         """Run a consolidation cycle; conditions without one return None."""
         return None
 
+    def stats(self) -> dict[str, Any]:
+        """The condition's own counters for the run manifest (model calls, failures...)."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release stores and clients."""
+
+
+def default_namespace(workdir: Path | None) -> str:
+    """The namespace of a memory created without one: from its folder, else a fresh one."""
+    from memlab.stores.base import run_namespace
+
+    return run_namespace(workdir) if workdir else f"adhoc.{secrets.token_hex(6)}"
 
 
 MEMORIES: Registry[MemorySystem] = Registry("memory condition")
@@ -196,4 +215,10 @@ MEMORIES.register("sleep", "memlab.memory.sleep:SleepMemory",
                   "sleep cycle: replay, compression, schema induction, decay")
 MEMORIES.register("hybrid", "memlab.memory.hybrid:HybridMemory",
                   "operating memory + distilled facts (newer supersedes older) + shared workspaces")
-CONDITIONS: tuple[str, ...] = tuple(MEMORIES.names())  # the paper's order
+MEMORIES.register("mem0", "memlab.memory.peers.mem0_memory:Mem0Memory",
+                  "peer: mem0 2.2.1 (mem0ai) add/search on memlab's model, embedder and chroma")
+MEMORIES.register("langmem", "memlab.memory.peers.langmem_memory:LangMemMemory",
+                  "peer: LangMem 0.0.30 memory store manager + LangGraph store search")
+# peer libraries: opt-in conditions that need the peers extra (pip install -e ".[peers]")
+PEERS: tuple[str, ...] = ("mem0", "langmem")
+CONDITIONS: tuple[str, ...] = tuple(n for n in MEMORIES.names() if n not in PEERS)  # paper order

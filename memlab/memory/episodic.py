@@ -8,13 +8,22 @@ episodic_summary and sleep, which extend this condition.
 from __future__ import annotations
 
 import re
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from memlab.memory._backends import RunFolder, resolve_embedder
+from memlab.memory._backends import (
+    CachedEmbedder,
+    RunFolder,
+    open_record_backends,
+    resolve_embedder,
+)
 from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySystem
 from memlab.models.sleep import Episode
 from memlab.stores.episodic import EpisodicMemoryStore
+from memlab.stores.records import ScopedRecordStore
+
+S = TypeVar("S", bound=ScopedRecordStore)
 
 _PERSONAL = re.compile(r"\b(my|i am|i'm|i have|i've|i like|i love|i prefer|i hate|i live|i work|"
                        r"remember|important|never|always|allergic|birthday|name)\b", re.I)
@@ -66,10 +75,17 @@ class EpisodicMemory(MemorySystem):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.embedder = resolve_embedder(self.embedder)
+        # cached: novelty embeds an episode's text just before the store embeds it again
+        self.embedder = CachedEmbedder(resolve_embedder(self.embedder))
         self.folder = RunFolder(self.workdir)
-        self.episodes = EpisodicMemoryStore(self.folder.path, self.scope.key, self.embedder)
+        self.backends = open_record_backends(self.folder.path)
+        self.episodes = self.open_store(EpisodicMemoryStore)
         self.new_episodes = 0  # episodes stored since the last sleep / compression
+
+    def open_store(self, store_class: type[S], **kwargs: Any) -> S:
+        """A record store of this memory's scope and run, on its shared backends."""
+        return store_class(self.folder.path, self.scope.key, self.embedder,
+                           namespace=self.namespace, backends=self.backends, **kwargs)
 
     def novelty_of(self, content: str) -> float:
         if not self.config.estimate_novelty or self.episodes.count() == 0:
@@ -127,4 +143,5 @@ class EpisodicMemory(MemorySystem):
 
     def close(self) -> None:
         self.episodes.close()
+        self.backends.close()
         self.folder.cleanup()

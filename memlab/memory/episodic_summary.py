@@ -41,8 +41,7 @@ class EpisodicSummaryMemory(EpisodicMemory):
         super().__init__(*args, **kwargs)
         if self.llm is None:
             raise ConfigError(f"{self.key}: llm is required (it compresses episodes)")
-        self.consolidated = ConsolidatedMemoryStore(self.folder.path, self.scope.key,
-                                                    self.embedder)
+        self.consolidated = self.open_store(ConsolidatedMemoryStore)
 
     def should_sleep(self) -> bool:
         every = self.config.summarize_every

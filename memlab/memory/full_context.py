@@ -56,7 +56,8 @@ class FullContextMemory(MemorySystem):
             raise ConfigError("full_context: llm is required (its tokenizer and context_window)")
         self.conversation_id = self.scope.key
         self._owns_operating = operating is None
-        self.operating = operating or open_operating_memory(self.config.redis_url)
+        self.operating = operating or open_operating_memory(self.config.redis_url,
+                                                            namespace=self.namespace)
         self._turns: list[tuple[Exchange, int]] = []
         self._start, self._kept_tokens = 0, 0  # first turn in the prompt; tokens from it on
         log = self.operating.get_history(self.conversation_id)

@@ -60,10 +60,12 @@ class HybridMemory(MemorySystem):
         self.folder = RunFolder(self.workdir)
         self.agent_id = self.scope.key
         self._owns_operating = operating is None
-        self.operating = operating or open_operating_memory(self.config.redis_url)
+        self.operating = operating or open_operating_memory(self.config.redis_url,
+                                                            namespace=self.namespace)
         self.operating.set_archive_hook(self.archive_workspace)
         self.facts = DistilledFactStore(self.folder.path, self.scope.key, self.embedder,
-                                        subject_similarity=self.config.subject_similarity)
+                                        subject_similarity=self.config.subject_similarity,
+                                        namespace=self.namespace)
         self.consolidator = ConsolidationAgent(self.facts,
                                                promote_threshold=self.config.promote_threshold,
                                                max_pending=self.config.max_pending)

@@ -5,15 +5,16 @@ A newer fact about the same subject supersedes the older one: both stay stored, 
 the same normalised subject (``subject_key``) or, failing that, the current fact whose subject
 embeds closest to the new one, at or above ``subject_similarity`` (the new fact then takes over
 the older subject, so a chain keeps one key). Archived shared
-workspaces land here too (kind "event"). Facts live in SQLite with their embeddings in NumPy
-(the engine of the sleep stores), so a promotion costs no vector-database write.
+workspaces land here too (kind "event"). Facts live where the sleep stores' records live
+(:mod:`memlab.stores.records`: SQL rows, vectors in chroma written in batches, searched in
+process), so a promotion costs no vector-database round trip.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -42,10 +43,10 @@ class DistilledFact(BaseModel):
 
 
 class DistilledFactStore(ScopedRecordStore[DistilledFact]):
-    """Distilled facts of one scope (SQLite + embeddings); only current facts are recalled.
+    """Distilled facts of one scope; only current facts are recalled.
 
     Args:
-        path_or_workdir: the run folder (shares ``sleep_memory.sqlite``) or a ``.sqlite`` file.
+        workdir: the run folder (see :class:`ScopedRecordStore` for the other arguments).
         scope: whose facts these are.
         embedder: for similarity search (of contents, and of subjects for supersession).
         subject_similarity: cosine similarity of two subjects at which a new fact supersedes
@@ -55,10 +56,10 @@ class DistilledFactStore(ScopedRecordStore[DistilledFact]):
     table = "distilled_facts"
     model = DistilledFact
 
-    def __init__(self, path_or_workdir: str | Path, scope: str, embedder: Embedder, *,
-                 subject_similarity: float | None = None):
+    def __init__(self, workdir: str | Path, scope: str, embedder: Embedder, *,
+                 subject_similarity: float | None = None, **kwargs: Any):
         self.subject_similarity = subject_similarity
-        super().__init__(path_or_workdir, scope, embedder)
+        super().__init__(workdir, scope, embedder, **kwargs)
 
     def text_of(self, record: DistilledFact) -> str:
         return record.content

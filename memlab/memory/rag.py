@@ -46,6 +46,7 @@ class RagMemory(MemorySystem):
         self.folder = RunFolder(self.workdir)
         self.vectors = open_vector_store(self.scope.key, self.embedder, self.folder.path,
                                          namespace=self.config.collection,
+                                         run_namespace=self.namespace,
                                          chroma_url=self.config.chroma_url)
         self.recent: deque[Exchange] = deque(maxlen=max(self.config.recent_turns, 1))
         self.pending: list[tuple[TurnDocument, np.ndarray]] = []

@@ -44,9 +44,8 @@ class SleepMemory(EpisodicMemory):
         super().__init__(*args, **kwargs)
         if self.llm is None:
             raise ConfigError("sleep: llm is required (it compresses episodes and names schemas)")
-        path, scope = self.folder.path, self.scope.key
-        self.consolidated = ConsolidatedMemoryStore(path, scope, self.embedder)
-        self.schemas = SchemaStore(path, scope, self.embedder)
+        self.consolidated = self.open_store(ConsolidatedMemoryStore)
+        self.schemas = self.open_store(SchemaStore)
         self.cycle = SleepCycle(self.episodes, self.consolidated, self.schemas, self.llm,
                                 embedder=self.embedder, config=self.config.cycle)
 

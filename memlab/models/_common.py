@@ -43,7 +43,10 @@ def seed_ids(key: str | None) -> None:
 def _to_utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+05:00 has no UTC datetime
+        raise ValueError("is out of range once converted to UTC") from None
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlab.report import data, figures, summary, tables
+from memlab.report import accuracy, data, figures, paired, recall, summary, tables
 
 
 def write_paper(results_dir: str | Path, figures_dir: str | Path = "figures") -> dict:
@@ -19,4 +19,5 @@ def write_paper(results_dir: str | Path, figures_dir: str | Path = "figures") ->
     return {"figures": written_figures, "tables": written_tables}
 
 
-__all__ = ["data", "figures", "summary", "tables", "write_paper"]
+__all__ = ["accuracy", "data", "figures", "paired", "recall", "summary", "tables",
+           "write_paper"]

@@ -3,21 +3,34 @@
 A run is a folder holding ``manifest.json``, ``turns.jsonl`` and ``scores.jsonl`` (the format the
 runner writes). Runs may sit at any depth under the results folder; runs whose manifest status is
 not ``complete`` are left out unless asked for.
+
+What counts where (one definition each, used by every table and figure):
+
+- accuracy: the main phase of ordinary runs (a Table 2 run, ``probes`` True, answers the same
+  questions without auto-sleep and feeds Table 2 only), tests the model answered
+  (:func:`accuracy_scores`; an evidence-only test is never counted wrong);
+- cost per answer: the turns the model answered (:func:`answered`);
+- evidence recall: every question of the main phase of ordinary runs whose suite names its
+  evidence, answered or not (:func:`evidence_questions`).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from memlab.bench.metrics import answered_value
 from memlab.bench.runlog import read_jsonl
+from memlab.bench.runner import read_manifest
+from memlab.bench.scoring import check_scores
+from memlab.bench.tables import probes_run
 from memlab.errors import ConfigError
 from memlab.memory.base import CONDITIONS
 
-RUN_COLUMNS = ["run_id", "condition", "suite", "seed", "span", "status", "provider", "model"]
+RUN_COLUMNS = ["run_id", "condition", "suite", "seed", "span", "probes", "status", "provider",
+               "model", "model_calls"]
 ANSWERED = ("needle", "question")
 
 
@@ -36,18 +49,23 @@ def run_dirs(results_dir: str | Path) -> list[Path]:
 
 
 def run_row(manifest: dict[str, Any], path: Path) -> dict[str, Any]:
-    llm = manifest.get("llm") or {}
+    """A run's columns; ``model_calls``: every model call it made (its call journal's entries,
+    cached ones included; paid calls on older manifests)."""
+    llm, counts = manifest.get("llm") or {}, manifest.get("counts") or {}
     return {"run_id": manifest.get("run_id", path.name), "condition": manifest.get("condition"),
             "suite": manifest.get("suite"), "seed": manifest.get("seed"),
-            "span": span_of(manifest), "status": manifest.get("status"),
-            "provider": llm.get("provider"), "model": llm.get("model"), "path": str(path)}
+            "span": span_of(manifest), "probes": probes_run(manifest),
+            "status": manifest.get("status"),
+            "provider": llm.get("provider"), "model": llm.get("model"),
+            "model_calls": counts.get("llm_calls_recorded", counts.get("llm_calls_paid")),
+            "path": str(path)}
 
 
 def load_manifests(results_dir: str | Path, *, complete_only: bool = True) -> list[dict]:
     """The manifests of the runs under ``results_dir`` (each with its ``path`` added)."""
     manifests = []
     for path in run_dirs(results_dir):
-        manifest = json.loads((path / "manifest.json").read_text())
+        manifest = read_manifest(path)
         if complete_only and manifest.get("status") != "complete":
             continue
         manifests.append(manifest | {"path": str(path)})
@@ -55,7 +73,7 @@ def load_manifests(results_dir: str | Path, *, complete_only: bool = True) -> li
 
 
 def runs_frame(results_dir: str | Path, *, complete_only: bool = True) -> pd.DataFrame:
-    """One row per run: run_id, condition, suite, seed, span, status, provider, model, path."""
+    """One row per run: ``RUN_COLUMNS`` and path."""
     rows = [run_row(m, Path(m["path"])) for m in load_manifests(results_dir,
                                                                  complete_only=complete_only)]
     return order_conditions(pd.DataFrame(rows, columns=RUN_COLUMNS + ["path"]))
@@ -65,6 +83,8 @@ def _joined(results_dir: str | Path, filename: str) -> pd.DataFrame:
     frames = []
     for run in runs_frame(results_dir).to_dict("records"):
         rows = read_jsonl(Path(run["path"]) / filename)
+        if filename == "scores.jsonl":
+            check_scores(Path(run["path"]) / filename, rows)
         if rows:
             frame = pd.DataFrame(rows)
             for column in RUN_COLUMNS:
@@ -100,8 +120,40 @@ def order_conditions(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def answered_mask(frame: pd.DataFrame) -> pd.Series:
+    """Per row, whether the model answered it (``metrics.answered_value`` of ``answered``)."""
+    if "answered" not in frame:
+        return pd.Series(True, index=frame.index)
+    return frame["answered"].map(answered_value).astype(bool)
+
+
+def phase_rows(frame: pd.DataFrame, phase: str) -> pd.Series:
+    """Rows of ``phase``; for the main phase, of ordinary (not Table 2) runs only."""
+    keep = frame["phase"] == phase
+    if phase == "main" and "probes" in frame:
+        keep &= ~frame["probes"].fillna(False).astype(bool)
+    return keep
+
+
 def answered(turns: pd.DataFrame, phase: str = "main") -> pd.DataFrame:
-    """The turns the model answered (needles and questions) in ``phase``."""
+    """The turns the model answered (needles and questions) in ``phase`` (see the module
+    docstring)."""
     if turns.empty:
         return turns
-    return turns[turns["kind"].isin(ANSWERED) & (turns["phase"] == phase)]
+    return turns[turns["kind"].isin(ANSWERED) & phase_rows(turns, phase)
+                 & answered_mask(turns)]
+
+
+def accuracy_scores(scores: pd.DataFrame, phase: str = "main") -> pd.DataFrame:
+    """The scores accuracy counts: answered tests of ``phase`` (see the module docstring)."""
+    if scores.empty:
+        return scores
+    return scores[phase_rows(scores, phase) & answered_mask(scores)]
+
+
+def evidence_questions(turns: pd.DataFrame) -> pd.DataFrame:
+    """The main-phase questions of ordinary runs with an ``evidence_recall``, answered or not."""
+    if turns.empty or "evidence_recall" not in turns:
+        return turns.iloc[0:0]
+    return turns[(turns["kind"] == "question") & phase_rows(turns, "main")
+                 & turns["evidence_recall"].notna()]

@@ -21,87 +21,43 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from memlab.bench.tables import table2  # noqa: E402
 from memlab.errors import ConfigError  # noqa: E402
-from memlab.memory.base import CONDITIONS  # noqa: E402
-from memlab.report import data, summary  # noqa: E402
-
-MARKERS = ("o", "*", "s", "D", "^", "v", "P", "X")
-LABELS = {"vanilla": "Vanilla", "oracle": "Oracle (evidence only)", "full_context": "Full context", "rag": "RAG",
-          "episodic": "Episodic", "episodic_summary": "Episodic + summary",
-          "sleep": "Sleep", "hybrid": "Hybrid"}
-SUITE_LABELS = {"ltm": "LTM suite", "persona": "Persona suite"}
-DPI = 200
-
-
-def apply_style() -> None:
-    """Paper style: white grid, readable fonts."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.25)
-    plt.rcParams.update({"figure.dpi": 100, "savefig.bbox": "tight", "pdf.fonttype": 42})
-
-
-def colours() -> dict[str, tuple]:
-    """Condition -> colour (colour-blind palette, stable order)."""
-    return dict(zip(CONDITIONS, sns.color_palette("colorblind", len(CONDITIONS)), strict=True))
-
-
-def label(condition: str) -> str:
-    return LABELS.get(str(condition), str(condition))
-
-
-def save(fig: plt.Figure, name: str, out_dir: str | Path) -> list[Path]:
-    """Write ``name``.png and ``name``.pdf into ``out_dir``; close the figure."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.png", out / f"{name}.pdf"]
-    fig.savefig(paths[0], dpi=DPI)
-    fig.savefig(paths[1])
-    plt.close(fig)
-    return paths
-
-
-def _empty(fig: plt.Figure, ax: plt.Axes, message: str) -> plt.Figure:
-    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
-    ax.set_axis_off()
-    return fig
-
-
-def _suite_axes(suites: list[str], height: float = 4.2,
-                sharey: bool = False) -> tuple[plt.Figure, list[plt.Axes]]:
-    fig, axes = plt.subplots(1, max(len(suites), 1), figsize=(5.4 * max(len(suites), 1), height),
-                             squeeze=False, sharey=sharey)
-    return fig, list(axes[0])
-
-
-def _legend(fig: plt.Figure, conditions) -> None:
-    handles = [plt.Line2D([], [], color=colours().get(c, "grey"), marker=MARKERS[i % len(MARKERS)],
-                          linestyle="", markersize=8, label=label(c))
-               for i, c in enumerate(CONDITIONS) if c in set(map(str, conditions))]
-    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 4),
-               bbox_to_anchor=(0.5, -0.02), frameon=False, title="Memory condition")
-    fig.subplots_adjust(bottom=0.28)
+from memlab.report import accuracy, data, forest, paired, recall, summary  # noqa: E402
+from memlab.report.style import (  # noqa: E402
+    SUITE_LABELS,
+    apply_style,
+    colours,
+    label,
+    legend,
+    marker,
+    no_data,
+    save,
+    suite_axes,
+)
 
 
 def plot_accuracy_vs_tokens(frame: pd.DataFrame) -> plt.Figure:
-    """Accuracy vs prompt tokens per answer: one point per condition, 95% CI bars, per suite."""
-    suites = sorted(frame["suite"].unique()) if len(frame) else []
-    fig, axes = _suite_axes(suites)
-    if not suites:
-        return _empty(fig, axes[0], "no complete runs")
+    """Accuracy vs prompt tokens per answer: one point per condition, 95% CI bars, one panel
+    per suite and span."""
+    panels = sorted({(s, int(p)) for s, p in zip(frame["suite"], frame["span"], strict=True)})
+    fig, axes = suite_axes(panels)
+    if not panels:
+        return no_data(fig, axes[0], "no complete runs")
     palette = colours()
-    for ax, suite in zip(axes, suites, strict=True):
-        rows = frame[frame["suite"] == suite]
+    for ax, (suite, span) in zip(axes, panels, strict=True):
+        rows = frame[(frame["suite"] == suite) & (frame["span"] == span)]
         for i in range(len(rows)):
             row = rows.iloc[[i]]
             condition = row["condition"].iloc[0]
-            index = list(CONDITIONS).index(condition) if condition in CONDITIONS else 0
             ax.errorbar(row["tokens"], row["accuracy"], xerr=_bars(row, "tokens"),
-                        yerr=_bars(row, "accuracy"), fmt=MARKERS[index], markersize=9, capsize=3,
-                        color=palette.get(condition, "grey"))
-        ax.set(title=SUITE_LABELS.get(suite, suite), xlabel="Prompt tokens per answer (tokens)",
-               ylabel="Accuracy (%)", ylim=(-5, 105))
+                        yerr=_bars(row, "accuracy"), fmt=marker(condition), markersize=9,
+                        capsize=3, color=palette.get(condition, "grey"))
+        ax.set(title=f"{SUITE_LABELS.get(suite, suite)}, {span:,} tokens",
+               xlabel="Prompt tokens per answer (tokens)", ylabel="Accuracy (%)", ylim=(-5, 105))
         ax.set_xlim(left=0)
-    _legend(fig, frame["condition"].unique())
-    fig.suptitle("Accuracy against prompt cost (estimate, 95% CI)")
+    legend(fig, frame["condition"].unique())
+    fig.suptitle("Accuracy on the answered tests against prompt cost (estimate, 95% CI)")
     return fig
 
 
@@ -110,7 +66,7 @@ def plot_ltm_vs_span(frame: pd.DataFrame) -> plt.Figure:
     in quadrature, ``stats.sum_of_means_ci``)."""
     fig, ax = plt.subplots(figsize=(7, 4.6))
     if frame.empty:
-        return _empty(fig, ax, "no LTM runs")
+        return no_data(fig, ax, "no LTM runs")
     palette = colours()
     groups = list(frame.groupby("condition", observed=True))
     for i, (condition, rows) in enumerate(groups):
@@ -118,10 +74,8 @@ def plot_ltm_vs_span(frame: pd.DataFrame) -> plt.Figure:
         # dodge: conditions side by side around each span, so equal scores stay visible
         dodge = 1 + 0.03 * (i - (len(groups) - 1) / 2)
         ax.errorbar(rows["span"] * dodge, rows["score"], yerr=_bars(rows, "score"),
-                    label=label(condition),
-                    color=palette.get(condition, "grey"), marker=MARKERS[
-                        list(CONDITIONS).index(condition) if condition in CONDITIONS else i % len(MARKERS)],
-                    capsize=3, linewidth=1.8, markersize=7)
+                    label=label(condition), color=palette.get(condition, "grey"),
+                    marker=marker(condition), capsize=3, linewidth=1.8, markersize=7)
     spans = sorted(frame["span"].dropna().unique())
     if len(spans) > 1 and spans[-1] / max(spans[0], 1) >= 4:
         ax.set_xscale("log", base=2)
@@ -134,16 +88,21 @@ def plot_ltm_vs_span(frame: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def plot_persona_heatmap(matrix: pd.DataFrame) -> plt.Figure:
-    """Persona accuracy (%) by question type and condition."""
+def plot_persona_heatmap(matrix: pd.DataFrame, counts: pd.DataFrame | None = None) -> plt.Figure:
+    """Persona accuracy (%) by question type and condition, each cell with its n (``counts``;
+    the intervals are in the persona_by_type table)."""
     fig, ax = plt.subplots(figsize=(max(7, 1.3 * max(len(matrix.columns), 1) + 3), 4.8))
     if matrix.empty:
-        return _empty(fig, ax, "no persona runs")
+        return no_data(fig, ax, "no persona runs")
     shown = matrix.rename(index=label, columns=lambda c: str(c).replace("_", " "))
-    sns.heatmap(shown, annot=True, fmt=".0f", vmin=0, vmax=100, cmap="cividis", ax=ax,
-                cbar_kws={"label": "Accuracy (%)"}, linewidths=0.5)
+    n = counts.reindex_like(matrix).to_numpy() if counts is not None else None
+    text = [[("" if pd.isna(v) else f"{v:.0f}") + ("" if n is None or pd.isna(n[i][j])
+                                                   else f"\nn={int(n[i][j])}")
+             for j, v in enumerate(row)] for i, row in enumerate(matrix.to_numpy())]
+    sns.heatmap(shown, annot=np.array(text, dtype=object), fmt="", vmin=0, vmax=100,
+                cmap="cividis", ax=ax, cbar_kws={"label": "Accuracy (%)"}, linewidths=0.5)
     ax.set(xlabel="PersonaMem question type", ylabel="Memory condition",
-           title="Persona accuracy by question type (%)")
+           title="Persona accuracy by question type (%, n answered)")
     ax.set_xticklabels(ax.get_xticklabels(), rotation=35, ha="right")
     return fig
 
@@ -162,22 +121,21 @@ def _errors(pairs: pd.Series) -> np.ndarray:
     return np.array([list(p) for p in pairs], dtype=float).reshape(-1, 2).T
 
 
-def table2_frame(results_dir: str | Path, scores: pd.DataFrame) -> pd.DataFrame:
-    """Table 2 for plotting: the bench's probe metrics, else pre/post scores per test type."""
-    from memlab.report.tables import bench_table
-
-    table2 = bench_table("table2")
-    bench = table2(Path(results_dir)) if table2 is not None else pd.DataFrame()
+def table2_frame(results_dir: str | Path, scores: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Table 2 for plotting (the bench's probe metrics, else pre/post scores per test type)
+    and the caption saying what the forced cycle did."""
+    bench = table2(Path(results_dir))
     if len(bench):
-        return summary.table2_from_bench(bench)
-    return summary.table2_from_scores(scores)
+        return summary.table2_from_bench(bench), summary.cycle_caption(bench)
+    return summary.table2_from_scores(scores), ""
 
 
-def plot_table2(frame: pd.DataFrame) -> plt.Figure:
-    """Sleep condition, before vs after one sleep cycle, per probe, with the delta annotated."""
+def plot_table2(frame: pd.DataFrame, caption: str = "") -> plt.Figure:
+    """Sleep condition, before vs after one sleep cycle, per probe, with the delta annotated
+    and ``caption`` (what the cycle did) under the axes."""
     fig, ax = plt.subplots(figsize=(max(6.5, 1.6 * len(frame) + 2), 4.6))
     if frame.empty:
-        return _empty(fig, ax, "no pre/post sleep probes")
+        return no_data(fig, ax, "no pre/post sleep probes")
     x = np.arange(len(frame))
     blue, orange = sns.color_palette("colorblind", 2)
     ax.bar(x - 0.2, frame["pre"], 0.4, yerr=_errors(frame["pre_err"]), capsize=3, color=blue,
@@ -186,13 +144,15 @@ def plot_table2(frame: pd.DataFrame) -> plt.Figure:
            label="After sleep", hatch="//", edgecolor="white")
     tops = [max(_top(pre, pre_err), _top(post, post_err)) for pre, pre_err, post, post_err in
             zip(frame["pre"], frame["pre_err"], frame["post"], frame["post_err"], strict=True)]
-    for xi, (top, delta) in enumerate(zip(tops, frame["delta"], strict=True)):
-        text = "n/a" if pd.isna(delta) else f"Δ {delta:+.0f} pp"
+    for xi, (top, delta, n) in enumerate(zip(tops, frame["delta"], frame["n"], strict=True)):
+        text = "n/a" if pd.isna(delta) else f"Δ {delta:+.0f} pp\nn={n:g}"
         ax.annotate(text, (xi, top + 3), ha="center", fontsize=10, weight="bold")
     ax.set_xticks(x, [str(p).replace("_", " ") for p in frame["probe"]], rotation=15, ha="right")
     ax.set(ylabel="Accuracy (%)", ylim=(0, max(115, max(tops) + 12)), xlabel="Cognitive probe",
            title="Table 2: sleep condition before and after a sleep cycle")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
+    if caption:
+        fig.text(0.02, -0.16, caption, fontsize=9, ha="left", va="top", wrap=True)
     return fig
 
 
@@ -206,9 +166,9 @@ def plot_latency(frame: pd.DataFrame) -> plt.Figure:
     """Mean time per answer per condition: memory (recall + store), LLM, and background work
     (consolidation cycles, storing unanswered turns) spread over the answers."""
     suites = sorted(frame["suite"].unique()) if len(frame) else []
-    fig, axes = _suite_axes(suites, height=4.4, sharey=True)
+    fig, axes = suite_axes(suites, height=4.4, sharey=True)
     if not suites:
-        return _empty(fig, axes[0], "no answered turns")
+        return no_data(fig, axes[0], "no answered turns")
     blue, orange, green = sns.color_palette("colorblind", 3)
     for ax, suite in zip(axes, suites, strict=True):
         rows = frame[frame["suite"] == suite].sort_values("condition", ascending=False)
@@ -231,8 +191,61 @@ def plot_latency(frame: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+def plot_evidence_recall(found: pd.DataFrame, ways: pd.DataFrame) -> plt.Figure:
+    """Per suite and span: evidence recall per condition (95% CI, n questions; top) and how
+    the evidence reached the prompt (shares of the pieces of evidence, ``recall.ROUTES``;
+    bottom)."""
+    panels = sorted({(s, int(p)) for s, p in zip(found["suite"], found["span"], strict=True)})
+    fig, axes = plt.subplots(2, max(len(panels), 1), squeeze=False,
+                             figsize=(6.0 * max(len(panels), 1), 9.0))
+    if not panels:
+        return no_data(fig, axes[0][0], "no question names its evidence")
+    for col, (suite, span) in enumerate(panels):
+        title = f"{SUITE_LABELS.get(suite, suite)}, {span:,} tokens"
+        _recall_panel(axes[0][col], found[(found["suite"] == suite) & (found["span"] == span)])
+        _routes_panel(axes[1][col], ways[(ways["suite"] == suite) & (ways["span"] == span)])
+        axes[0][col].set_title(title)
+    handles, names = axes[1][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=2, frameon=False,
+               bbox_to_anchor=(0.5, -0.01), title="How a piece of evidence reached the prompt")
+    fig.suptitle("Evidence recall: did what the question needs reach the prompt?")
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    return fig
+
+
+def _recall_panel(ax: plt.Axes, rows: pd.DataFrame) -> None:
+    rows = rows.sort_values("condition", ascending=False).reset_index(drop=True)
+    palette = colours()
+    for y, row in rows.iterrows():
+        value, low, high = 100 * np.array([row["recall"], row["recall_low"],
+                                           row["recall_high"]], float)
+        ax.errorbar([value], [y], xerr=[[max(value - low, 0)], [max(high - value, 0)]],
+                    fmt=marker(row["condition"]), color=palette.get(str(row["condition"])),
+                    capsize=3, markersize=8)
+        ax.annotate(f"n={int(row['recall_n'])}", xy=(1.02, y),
+                    xycoords=("axes fraction", "data"), va="center", fontsize=8)
+    ax.set_yticks(range(len(rows)), [label(c) for c in rows["condition"]])
+    ax.set(xlim=(-5, 105), xlabel="Evidence recall (%), mean over questions (95% CI)")
+
+
+def _routes_panel(ax: plt.Axes, rows: pd.DataFrame) -> None:
+    rows = rows.sort_values("condition", ascending=False)
+    names, left = [label(c) for c in rows["condition"]], np.zeros(len(rows))
+    # shades of one hue, not the conditions' colours: bars are routes, not conditions
+    dark, middle, light = sns.color_palette("Blues_r", 4)[:3]
+    look = {"verbatim": (dark, ""), "derived_only": (middle, "//"),
+            "answer_only": (light, ".."), "lost": ("0.88", "")}
+    for route, text in recall.ROUTES.items():
+        share = 100 * rows[route].to_numpy(float)
+        colour, hatch = look[route]
+        ax.barh(names, share, left=left, color=colour, hatch=hatch, edgecolor="white",
+                label=f"{route.replace('_', ' ')}: {text}")
+        left += share
+    ax.set(xlim=(0, 100), xlabel="Share of the pieces of evidence (%)")
+
+
 def write_figures(results_dir: str | Path, out_dir: str | Path = "figures") -> dict[str, list]:
-    """Read every complete run under ``results_dir`` and write all five figures to ``out_dir``.
+    """Read every complete run under ``results_dir`` and write every figure to ``out_dir``.
 
     Returns:
         figure name -> [png path, pdf path].
@@ -243,9 +256,16 @@ def write_figures(results_dir: str | Path, out_dir: str | Path = "figures") -> d
         raise ConfigError(f"results_dir {str(results_dir)!r}: no complete run with scores")
     figures = {
         "accuracy_vs_tokens": plot_accuracy_vs_tokens(summary.accuracy_tokens(scores, turns)),
+        "paired_accuracy": forest.plot_forest(paired.accuracy_comparisons(scores), "Accuracy"),
+        "evidence_recall": plot_evidence_recall(recall.evidence_recall(turns),
+                                                recall.routes(turns)),
+        "paired_recall": forest.plot_forest(paired.recall_comparisons(turns),
+                                            "Evidence recall"),
+        "ltm_ceilings": forest.plot_ceilings(accuracy.ceilings(scores), accuracy.LOW_CEILING),
         "ltm_vs_span": plot_ltm_vs_span(summary.ltm_by_span(scores)),
-        "persona_by_type": plot_persona_heatmap(summary.persona_by_type(scores)),
-        "table2_sleep": plot_table2(table2_frame(results_dir, scores)),
+        "persona_by_type": plot_persona_heatmap(summary.persona_by_type(scores),
+                                                summary.persona_by_type(scores, counts=True)),
+        "table2_sleep": plot_table2(*table2_frame(results_dir, scores)),
         "latency": plot_latency(summary.latency(turns)),
     }
     return {name: save(fig, name, out_dir) for name, fig in figures.items()}

@@ -4,45 +4,39 @@ intervals from :mod:`memlab.stats`).
 Every function takes the frames of :mod:`memlab.report.data` and returns a small DataFrame with
 one row per plotted point, so a figure is a pure function of files on disk. An interval comes as
 ``<name>_low`` / ``<name>_high`` (asymmetric: a Wilson interval of 0/4 is 0-49%) with
-``<name>_n``; NaN where there is nothing to estimate.
+``<name>_n``; NaN where there is nothing to estimate. Accuracy counts the answered tests only
+(``data.accuracy_scores``), costs the answered turns (``data.answered``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import pandas as pd
 
 from memlab import stats
 from memlab.bench.runner import cycle_seconds
-from memlab.report.data import answered, order_conditions
+from memlab.report import accuracy, recall
+from memlab.report.cells import GROUP, cell_columns, intervals_by
+from memlab.report.data import (
+    accuracy_scores,
+    answered,
+    answered_mask,
+    order_conditions,
+    phase_rows,
+)
 
 PHASES = ("pre_sleep", "post_sleep")
 
 
-def _by(frame: pd.DataFrame, keys: list[str], column: str, prefix: str,
-        interval: Callable[..., stats.Interval] = stats.mean_ci,
-        scale: float = 1.0) -> pd.DataFrame:
-    """Per group of ``keys``: ``interval`` of ``column`` (times ``scale``) as ``prefix``,
-    ``prefix_low``, ``prefix_high`` and ``prefix_n``."""
-    names = [prefix, f"{prefix}_low", f"{prefix}_high", f"{prefix}_n"]
-    rows = []
-    for key, group in frame.groupby(keys, observed=True):
-        cell = interval(group[column]).scaled(scale)
-        rows.append(dict(zip(keys, key, strict=True))
-                    | dict(zip(names, (cell.estimate, cell.low, cell.high, cell.n), strict=True)))
-    return pd.DataFrame(rows, columns=keys + names)
-
-
 def scores_by_type(scores: pd.DataFrame, phase: str = "main") -> pd.DataFrame:
-    """Per test type: number of tests, mean score (%) and its 95% CI as ``low-high``
-    (``stats.score_ci``)."""
+    """Per test type of one run's scores: number of answered tests, mean score (%) and its 95%
+    CI as ``low-high`` (``stats.score_ci``)."""
     columns = ["test_type", "n", "score (%)", "95% CI"]
-    rows = scores[scores["phase"] == phase] if len(scores) else scores
+    rows = scores[(scores["phase"] == phase) & answered_mask(scores)] if len(scores) else scores
     if rows.empty:
         return pd.DataFrame(columns=columns)
-    out = _by(rows, ["test_type"], "fraction", "score", stats.score_ci, scale=100)
+    out = intervals_by(rows, ["test_type"], "fraction", "score", stats.score_ci, scale=100)
     return pd.DataFrame({"test_type": out["test_type"], "n": out["score_n"],
                          "score (%)": out["score"].round(1),
                          "95% CI": [stats.interval_text(low, high) for low, high in
@@ -50,12 +44,14 @@ def scores_by_type(scores: pd.DataFrame, phase: str = "main") -> pd.DataFrame:
 
 
 def accuracy_tokens(scores: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
-    """Per suite and condition: accuracy (mean test fraction, %; ``stats.score_ci``, so Wilson
-    when every test scores 0 or 1) and prompt tokens per answer (t interval)."""
-    main = scores[scores["phase"] == "main"]
-    accuracy = _by(main, ["suite", "condition"], "fraction", "accuracy", stats.score_ci, 100)
-    tokens = _by(answered(turns), ["suite", "condition"], "prompt_tokens", "tokens")
-    return order_conditions(accuracy.merge(tokens, on=["suite", "condition"], how="inner"))
+    """Per suite, span and condition: accuracy (%, ``accuracy.accuracy``) and prompt tokens per
+    answer (t interval)."""
+    cells = accuracy.accuracy(scores)
+    for column in ("accuracy", "accuracy_low", "accuracy_high"):
+        cells[column] = 100 * cells[column].astype(float)
+    tokens = intervals_by(answered(turns), GROUP, "prompt_tokens", "tokens")
+    return order_conditions(cells.drop(columns=["interval", "unanswered", "model_limited_types"])
+                            .merge(tokens, on=GROUP, how="inner"))
 
 
 def ltm_by_span(scores: pd.DataFrame) -> pd.DataFrame:
@@ -63,7 +59,8 @@ def ltm_by_span(scores: pd.DataFrame) -> pd.DataFrame:
     tests of every seed pooled (``stats.sum_of_means_ci``; ``score_n`` counts tests), out of
     ``n_types``."""
     columns = ["condition", "span", "score", "score_low", "score_high", "score_n", "n_types"]
-    ltm = scores[(scores["suite"] == "ltm") & (scores["phase"] == "main")]
+    ltm = accuracy_scores(scores)
+    ltm = ltm[ltm["suite"] == "ltm"] if len(ltm) else ltm
     if ltm.empty:
         return pd.DataFrame(columns=columns)
     rows = []
@@ -76,14 +73,16 @@ def ltm_by_span(scores: pd.DataFrame) -> pd.DataFrame:
     return order_conditions(out.sort_values(["condition", "span"]))
 
 
-def persona_by_type(scores: pd.DataFrame) -> pd.DataFrame:
-    """Persona accuracy (%) as a condition x question-type matrix."""
-    persona = scores[(scores["suite"] == "persona") & (scores["phase"] == "main")]
+def persona_by_type(scores: pd.DataFrame, *, counts: bool = False) -> pd.DataFrame:
+    """Persona accuracy (%) as a condition x question-type matrix (answered questions; with
+    ``counts``, how many there are per cell instead)."""
+    persona = accuracy_scores(scores)
+    persona = persona[persona["suite"] == "persona"] if len(persona) else persona
     if persona.empty:
         return pd.DataFrame()
     matrix = persona.pivot_table(index="condition", columns="test_type", values="fraction",
-                                 aggfunc="mean", observed=True)
-    return 100 * matrix
+                                 aggfunc="size" if counts else "mean", observed=True)
+    return matrix if counts else 100 * matrix
 
 
 def table2_from_scores(scores: pd.DataFrame) -> pd.DataFrame:
@@ -91,14 +90,14 @@ def table2_from_scores(scores: pd.DataFrame) -> pd.DataFrame:
 
     The probe is ``metadata["probe"]`` when the scorer set it, else the test type.
     """
-    probes = scores[scores["phase"].isin(PHASES)].copy()
+    probes = scores[scores["phase"].isin(PHASES) & answered_mask(scores)].copy()
     if probes.empty:
         return pd.DataFrame(columns=["probe", "pre", "post", "delta", "n", "pre_err", "post_err"])
     meta = probes["metadata"] if "metadata" in probes else pd.Series([{}] * len(probes))
     probes["probe"] = [
         (m or {}).get("probe", t) if isinstance(m, dict) else t
         for m, t in zip(meta, probes["test_type"], strict=True)]
-    by = _by(probes, ["probe", "phase"], "fraction", "acc", stats.score_ci, 100)
+    by = intervals_by(probes, ["probe", "phase"], "fraction", "acc", stats.score_ci, 100)
     rows = []
     for probe, group in by.groupby("probe"):
         row = {"probe": probe, "n": int(group["acc_n"].max())}
@@ -142,6 +141,23 @@ def table2_from_bench(frame: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+def cycle_caption(bench: pd.DataFrame) -> str:
+    """What the forced sleep cycles of Table 2 did, per suite, from the bench's Table 2
+    (``memlab.bench.tables.CYCLE_COLUMNS``)."""
+    parts = []
+    for suite, rows in bench.groupby("suite"):
+        row = rows.iloc[0]
+        if not row.get("cycles"):
+            continue
+        failed = f"; {int(row['cycle_failures'])} failed steps" if row["cycle_failures"] else ""
+        parts.append(f"{suite}: {int(row['cycles'])} forced cycle(s) over "
+                     f"{int(row['episodes_considered'])} unconsolidated episodes: "
+                     f"{int(row['episodes_replayed'])} replayed, {int(row['memories_formed'])} "
+                     f"memories and {int(row['schemas_formed'])} schemas formed, "
+                     f"{int(row['episodes_forgotten'])} episodes forgotten{failed}")
+    return "\n".join(parts)
+
+
 def latency(turns: pd.DataFrame) -> pd.DataFrame:
     """Mean memory, LLM and background time per answer (ms) per suite and condition
     (background: see ``background``)."""
@@ -164,10 +180,10 @@ def background(turns: pd.DataFrame) -> pd.DataFrame:
     Table 2 sleep) plus storing the turns nobody answered (history / filler: ``storing_s``), and
     both spread over the run's answers (``background_ms``)."""
     columns = ["suite", "condition", "cycles", "consolidation_s", "storing_s", "background_ms"]
-    main = turns[turns["phase"] == "main"] if len(turns) else turns
+    main = turns[phase_rows(turns, "main")] if len(turns) else turns
     if main.empty or "cycle_stats" not in main:
         return pd.DataFrame(columns=columns)
-    answer = main["kind"].isin(("needle", "question"))
+    answer = main["kind"].isin(("needle", "question")) & answered_mask(main)
     main = main.assign(cycle_s=main["cycle_stats"].map(cycle_seconds),
                        cycle=main["cycle_stats"].map(lambda c: isinstance(c, dict)),
                        store_s=main["memory_latency_s"].astype(float).where(~answer, 0.0),
@@ -181,14 +197,41 @@ def background(turns: pd.DataFrame) -> pd.DataFrame:
 
 
 def overview(scores: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
-    """Per suite and condition: accuracy with its interval (``accuracy_low``/``_high``, n),
-    prompt tokens with theirs, completion tokens and latency per answer (paper summary)."""
-    acc = accuracy_tokens(scores, turns)
-    costs = answered(turns).groupby(["suite", "condition"], observed=True).agg(
-        completion_tokens=("completion_tokens", "mean"),
-        llm_latency_s=("llm_latency_s", "mean"),
-        memory_latency_s=("memory_latency_s", "mean")).reset_index()
-    spent = background(turns)[["suite", "condition", "cycles", "consolidation_s", "storing_s"]]
-    out = acc.merge(costs, on=["suite", "condition"], how="left").merge(
-        spent, on=["suite", "condition"], how="left")
-    return order_conditions(out.fillna({"cycles": 0, "consolidation_s": 0.0, "storing_s": 0.0}))
+    """Per suite, span and condition: accuracy (``accuracy.accuracy``) and evidence recall
+    (``recall.evidence_recall``) cells, then ``answer_costs``."""
+    acc = accuracy.accuracy(scores)[GROUP + cell_columns("accuracy")]
+    found = recall.evidence_recall(turns)[GROUP + cell_columns("recall")]
+    for frame in (acc, found):
+        frame["condition"] = frame["condition"].astype(str)
+    out = acc.merge(found, on=GROUP, how="outer").merge(answer_costs(turns), on=GROUP,
+                                                          how="left")
+    return order_conditions(out).sort_values(GROUP).reset_index(drop=True)
+
+
+def answer_costs(turns: pd.DataFrame) -> pd.DataFrame:
+    """Per suite, span and condition, over the answered turns of the main phase: mean
+    ``prompt_tokens`` and ``memory_tokens`` (what the memory put in: its block and the past
+    exchanges sent as chat turns) per answer, ``answers``, the median and 95th percentile of
+    the time per answer (``latency_p50_s``, ``latency_p95_s``: recall + store + the model's
+    answer); and ``model_calls``: every model call of the cell's runs, evidence-only ones
+    included (answers and the memory's own calls, from the manifests; a cached call counts)."""
+    columns = GROUP + ["prompt_tokens", "memory_tokens", "answers", "latency_p50_s",
+                       "latency_p95_s", "model_calls"]
+    runs = turns[phase_rows(turns, "main")].drop_duplicates("run_id") if len(turns) else turns
+    if runs.empty:
+        return pd.DataFrame(columns=columns)
+    calls = runs.assign(condition=runs["condition"].astype(str)).groupby(GROUP)[
+        "model_calls"].sum()
+    rows = answered(turns)
+    rows = rows.assign(latency_s=rows["llm_latency_s"].astype(float)
+                       + rows["memory_latency_s"].astype(float),
+                       memory_tokens=rows["prompt_tokens_memory"].astype(float)
+                       + rows["prompt_tokens_history"].astype(float),
+                       condition=rows["condition"].astype(str))
+    out = rows.groupby(GROUP).agg(
+        prompt_tokens=("prompt_tokens", "mean"), memory_tokens=("memory_tokens", "mean"),
+        answers=("latency_s", "size"), latency_p50_s=("latency_s", "median"),
+        latency_p95_s=("latency_s", lambda v: v.quantile(0.95)))
+    out = out.join(calls, how="outer").reset_index()
+    out["answers"] = out["answers"].fillna(0).astype(int)
+    return out[columns]

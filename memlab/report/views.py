@@ -29,15 +29,19 @@ def _run_frames(run_dir: str | Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
 
 
 def run_summary(run_dir: str | Path) -> pd.Series:
-    """Condition, suite, span, status, and the headline score of one run."""
+    """Condition, suite, span, status, and the headline score of one run (over the tests the
+    model answered; ``evidence-only tests`` were not answered)."""
     manifest, turns, scores = _run_frames(run_dir)
     main = scores[scores["phase"] == "main"] if len(scores) else scores
+    skipped = int((~data.answered_mask(main)).sum()) if len(main) else 0
+    main = main[data.answered_mask(main)] if len(main) else main
     per_type = main.groupby("test_type")["fraction"].mean() if len(main) else pd.Series()
     return pd.Series({
         "run_id": manifest.get("run_id"), "condition": manifest.get("condition"),
         "suite": manifest.get("suite"), "span (tokens)": data.span_of(manifest),
         "status": manifest.get("status"), "llm": (manifest.get("llm") or {}).get("model"),
-        "tests": len(main), "accuracy (%)": round(100 * main["fraction"].mean(), 1)
+        "tests": len(main), "evidence-only tests": skipped,
+        "accuracy (%)": round(100 * main["fraction"].mean(), 1)
         if len(main) else None,
         "suite score (sum of type means)": round(per_type.sum(), 3),
         "test types": len(per_type), "model calls paid": (manifest.get("counts") or {}).get(
@@ -86,7 +90,7 @@ def costs(run_dir: str | Path) -> pd.DataFrame:
     _, turns, _ = _run_frames(run_dir)
     if turns.empty:
         return pd.DataFrame()
-    answered = turns[turns["kind"].isin(data.ANSWERED)]
+    answered = turns[turns["kind"].isin(data.ANSWERED) & data.answered_mask(turns)]
     table = answered.groupby(["phase", "kind"])[list(COST_COLUMNS)].mean().round(3)
     table["answers"] = answered.groupby(["phase", "kind"]).size()
     table["cached"] = answered.groupby(["phase", "kind"])["cached"].sum()
@@ -123,19 +127,41 @@ def schemas_used(run_dir: str | Path) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------- the sleep stores of a run
-def _stored(run_dir: str | Path, table: str) -> list[dict[str, Any]]:
-    """Records of one sleep-store table, from every SQLite file in the run's store folder."""
+def _stored(run_dir: str | Path, kind: str) -> list[dict[str, Any]]:
+    """Records of one kind from the run's record stores: the configured database
+    (``MEMLAB_SQL_URL``) under the run's namespace, else the SQLite files in its store folder."""
+    from memlab.config import get_settings
+    from memlab.stores.base import run_namespace
+    from memlab.stores.records import SQLITE_FILE, read_records
+    from memlab.stores.sql import make_engine
+
+    url = get_settings().sql_url
+    store = Path(run_dir) / "store"
+    sources = ([(make_engine(url), run_namespace(run_dir))] if url else
+               [(make_engine(None, p), None) for p in sorted(store.rglob(SQLITE_FILE))])
+    rows: list[dict[str, Any]] = []
+    for engine, namespace in sources:
+        try:
+            rows += read_records(engine, kind, namespace)
+        finally:
+            engine.dispose()
+    return rows + _legacy_stored(store, kind)
+
+
+def _legacy_stored(store: Path, kind: str) -> list[dict[str, Any]]:
+    """Records of runs written before the record stores moved to the SQL layer (a table per
+    kind in ``sleep_memory.sqlite``), so their views keep working."""
     import json
     import sqlite3
 
     rows: list[dict[str, Any]] = []
-    for path in sorted((Path(run_dir) / "store").rglob("*.sqlite")):
+    for path in sorted(store.rglob("sleep_memory.sqlite")):
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
             exists = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?",
-                                (table,)).fetchone()
+                                (kind,)).fetchone()
             if exists:
                 rows += [json.loads(r[0]) for r in
-                         db.execute(f"SELECT data FROM {table} ORDER BY seq")]  # noqa: S608
+                         db.execute(f"SELECT data FROM {kind} ORDER BY seq")]  # noqa: S608
     return rows
 
 

@@ -2,13 +2,18 @@
 
 Roles: operating memory (:class:`KeyValueStore`), vector store (:class:`VectorStore`). The
 relational store (:mod:`memlab.stores.sql`) is one SQLAlchemy implementation whose dialect (SQLite
-or PostgreSQL) is picked by URL; the sleep stores are built on SQLite + NumPy.
+or PostgreSQL) is picked by URL; the memory record stores (:mod:`memlab.stores.records`: episodic,
+consolidated, schema, distilled facts) keep their records there and their vectors in the vector
+store.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -17,6 +22,21 @@ from memlab.registry import Registry
 
 SCOPE_FIELD = "memlab_scope"
 """Metadata key that records which scope a vector document belongs to."""
+
+
+def run_namespace(folder: str | Path) -> str:
+    """The namespace of the run (or ad-hoc agent) whose folder is ``folder``.
+
+    The folder's name (a run folder is named by its run id) plus a short hash of its resolved
+    path, so two results folders on one server never share memory.
+
+    Example:
+        >>> run_namespace("/results/ltm-rag-1000-s0")
+        'ltm-rag-1000-s0.25653586'
+    """
+    path = Path(folder).resolve()
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", path.name)[:80] or "run"
+    return f"{name}.{hashlib.blake2b(str(path).encode(), digest_size=4).hexdigest()}"
 
 
 class VectorHit(BaseModel):
@@ -43,15 +63,12 @@ class VectorStore(ABC):
 
     @abstractmethod
     def add(
-        self,
-        ids: list[str],
-        texts: list[str],
-        metadatas: list[dict[str, Any]] | None = None,
-        embeddings: list[list[float]] | None = None,
+        self, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]] | None = None,
+        embeddings: Any = None,
     ) -> None:
         """Add (or overwrite) documents; metadata values are str, int, float or bool.
 
-        ``embeddings`` (one vector per text, from the store's embedder) skips embedding here.
+        ``embeddings`` (one vector per text, from the store's embedder) skips embedding them.
         """
 
     @abstractmethod
@@ -61,6 +78,10 @@ class VectorStore(ABC):
     @abstractmethod
     def get(self, ids: list[str]) -> list[VectorHit]:
         """Return the documents with these ids that exist in this scope (in the order asked)."""
+
+    @abstractmethod
+    def vectors(self) -> dict[str, Any]:
+        """Every document's embedding in this scope, by id (float32 arrays)."""
 
     @abstractmethod
     def delete(self, ids: list[str]) -> None:
@@ -114,6 +135,10 @@ class KeyValueStore(ABC):
     @abstractmethod
     def append(self, key: str, text: str, separator: str = "") -> None:
         """Atomically append ``text``, preceded by ``separator`` when the value is non-empty."""
+
+    @abstractmethod
+    def clear(self) -> int:
+        """Delete every key of this store (on a shared server: its namespace); returns how many."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""

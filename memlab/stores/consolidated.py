@@ -7,7 +7,7 @@ from memlab.stores.records import ScopedRecordStore
 
 
 class ConsolidatedMemoryStore(ScopedRecordStore[ConsolidatedMemory]):
-    """Consolidated memories of one scope, persisted in SQLite, searchable by embedding."""
+    """Consolidated memories of one scope, in the SQL and vector layers, searchable by embedding."""
 
     table = "consolidated_memories"
     model = ConsolidatedMemory

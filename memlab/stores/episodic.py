@@ -14,7 +14,7 @@ from memlab.stores.records import ScopedRecordStore
 
 
 class EpisodicMemoryStore(ScopedRecordStore[Episode]):
-    """Episodes of one scope, persisted in SQLite, searchable by embedding.
+    """Episodes of one scope, in the SQL and vector layers, searchable by embedding.
 
     Example:
         >>> from memlab.embed.hashing import HashingEmbedder

@@ -66,6 +66,12 @@ class InProcessKV(KeyValueStore):
             old = self._data.get(key, "")
             self._data[key] = f"{old}{separator}{text}" if old else text
 
+    def clear(self) -> int:
+        with self._lock:
+            count = len(self._data)
+            self._data.clear()
+            return count
+
 
 # KEYS[1] = key, ARGV[1] = text, ARGV[2] = separator used only when the value is non-empty.
 _APPEND_LUA = """
@@ -174,6 +180,24 @@ class RedisKV(KeyValueStore):
 
     def append(self, key: str, text: str, separator: str = "") -> None:
         self._run(self._append, [self._k(key)], [text, separator])
+
+    def clear(self) -> int:
+        """Delete every key under this store's namespace (refused without a namespace, which
+        would mean the whole database)."""
+        if not self.namespace:
+            raise ConfigError(f"Redis at {self.url}: refusing to clear a database without a "
+                              "namespace")
+        deleted = 0
+        with self._errors():
+            batch: list[str] = []
+            for key in self.client.scan_iter(match=_glob_escape(self.namespace) + "*", count=500):
+                batch.append(key)
+                if len(batch) == 500:
+                    deleted += self.client.unlink(*batch)
+                    batch = []
+            if batch:
+                deleted += self.client.unlink(*batch)
+        return deleted
 
     def close(self) -> None:
         self.client.close()

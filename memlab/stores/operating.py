@@ -40,15 +40,27 @@ class OperatingMemory:
         self.archive_hook = archive_hook
 
     @classmethod
-    def from_url(cls, redis_url: str | None = None, **kwargs) -> OperatingMemory:
-        """Redis when ``redis_url`` (``MEMLAB_REDIS_URL``) is given, else in-process."""
-        kv = KV_STORES.create("redis", url=redis_url) if redis_url else KV_STORES.create("memory")
-        return cls(kv, **kwargs)
+    def from_url(cls, redis_url: str | None = None, *, namespace: str = "",
+                 **kwargs) -> OperatingMemory:
+        """Redis when ``redis_url`` (``MEMLAB_REDIS_URL``) is given, else in-process.
+
+        Args:
+            namespace: the run whose memory this is; on Redis every key is prefixed with
+                ``memlab:{namespace}:`` (the in-process store belongs to one memory anyway).
+        """
+        if not redis_url:
+            return cls(KV_STORES.create("memory"), **kwargs)
+        prefix = f"memlab:{namespace}:" if namespace else ""
+        return cls(KV_STORES.create("redis", url=redis_url, namespace=prefix), **kwargs)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **kwargs) -> OperatingMemory:
         """Backend from settings: Redis when ``MEMLAB_REDIS_URL`` is set, else in-process."""
         return cls.from_url((settings or get_settings()).redis_url, **kwargs)
+
+    def clear(self) -> int:
+        """Delete every key of this operating memory (on Redis: its namespace's)."""
+        return self.kv.clear()
 
     def set_archive_hook(self, hook: ArchiveHook | None) -> None:
         self.archive_hook = hook

@@ -1,125 +1,169 @@
-"""The engine under the sleep stores: pydantic records in SQLite, their embeddings in NumPy.
+"""The engine under memory's record stores: records in the SQL layer, vectors in the vector layer.
 
-Each store keeps one scope's records in memory (a dict and a float32 matrix loaded at open) and
-writes every change through to SQLite, so a new process opened on the same folder sees them.
-A recall is one matrix-vector product: a few milliseconds at 10k records. One writer per scope
-at a time is assumed (the agent that owns the memory); :meth:`ScopedRecordStore.reload`
-picks up another process's writes.
+Every record (an Episode, a ConsolidatedMemory, a Schema, a DistilledFact) is one row of the
+``memory_records`` table (:mod:`memlab.stores.sql`: ``memory.sqlite`` in the run folder, or
+PostgreSQL via ``MEMLAB_SQL_URL``), keyed by (namespace, kind, scope, id) and holding the record
+as JSON; its embedding is a document in a chroma collection per (namespace, kind, embedder,
+scope) (:mod:`memlab.stores.vector`: ``chroma/`` in the run folder, or a server via
+``MEMLAB_CHROMA_URL``). Those two are the store of record.
+
+Search runs on an in-process index rebuilt from them at open (the records and a
+:class:`~memlab.stores.matrix.VectorMatrix`): one matrix-vector product, under a millisecond at
+10k records, where a chroma query costs 3-9 ms and the sleep condition searches up to four times
+per turn. A record reaches SQL at once (write-through); its vector reaches chroma in batches of
+``flush_every`` and on close (write-behind: one chroma write costs about as much as a turn's
+budget). A record whose vector is missing at open (a process killed before its flush, or another
+embedder) is re-embedded, so nothing is lost. One writer per scope at a time is assumed (the
+agent that owns the memory); :meth:`ScopedRecordStore.reload` picks up another process's writes.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
+from sqlalchemy import (
+    Column,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    bindparam,
+    delete,
+    insert,
+    inspect,
+    select,
+)
+from sqlalchemy import update as sql_update
+from sqlalchemy.exc import SQLAlchemyError
 
+from memlab.config import get_settings
 from memlab.embed.base import Embedder
 from memlab.errors import ConfigError, StoreError
+from memlab.stores.base import run_namespace
+from memlab.stores.matrix import VectorMatrix
+from memlab.stores.sql import JSONType, make_engine, shown_url, transaction
+from memlab.stores.vector import ChromaVectorStore, make_client
 
 M = TypeVar("M", bound=BaseModel)
 
-DEFAULT_FILE = "sleep_memory.sqlite"
+SQLITE_FILE = "memory.sqlite"
+CHROMA_FOLDER = "chroma"
+WRITE_CHUNK = 1000  # vectors per chroma write when flushing
+
+records_metadata = MetaData()
+memory_records = Table(
+    "memory_records",
+    records_metadata,
+    Column("namespace", String(255), primary_key=True),
+    Column("kind", String(64), primary_key=True),
+    Column("scope", String(512), primary_key=True),
+    Column("id", String(128), primary_key=True),
+    Column("seq", Integer, nullable=False),
+    Column("data", JSONType, nullable=False),
+)
 
 
-def sqlite_path(path_or_workdir: str | Path) -> Path:
-    """A ``.sqlite``/``.db`` path is used as is; anything else is a folder holding the file."""
-    path = Path(path_or_workdir)
-    if path.suffix in {".sqlite", ".db", ".sqlite3"}:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
-    path.mkdir(parents=True, exist_ok=True)
-    return path / DEFAULT_FILE
+class RecordBackends:
+    """The SQL engine and chroma client shared by the record stores of one memory.
+
+    Args:
+        workdir: the run folder: ``memory.sqlite`` and ``chroma/`` live there unless a URL is set.
+        sql_url: database server (default ``MEMLAB_SQL_URL``; unset: SQLite in ``workdir``).
+        chroma_url: chroma server (default ``MEMLAB_CHROMA_URL``; unset: embedded in ``workdir``).
+    """
+
+    def __init__(self, workdir: str | Path, *, sql_url: str | None = None,
+                 chroma_url: str | None = None):
+        settings = get_settings()
+        self.sql_url = sql_url or settings.sql_url
+        self.chroma_url = chroma_url or settings.chroma_url
+        # a run rebuilds its memory from the journal: commits need not wait for the disk
+        self.engine = make_engine(self.sql_url, Path(workdir) / SQLITE_FILE, durable=False)
+        self.sql_shown = shown_url(self.engine)
+        create_tables(self.engine)
+        self.chroma_path = None if self.chroma_url else Path(workdir) / CHROMA_FOLDER
+        self.chroma = make_client(path=self.chroma_path, url=self.chroma_url)
+
+    def close(self) -> None:
+        self.engine.dispose()
 
 
-class VectorMatrix:
-    """Growable (rows, dim) float32 matrix with a per-row 'eligible for recall' flag."""
+def create_tables(engine: Any) -> None:
+    """Create ``memory_records`` unless it exists (a concurrent creator may win the race)."""
+    try:
+        with transaction(engine, shown_url(engine)) as conn:
+            records_metadata.create_all(conn)
+    except (StoreError, SQLAlchemyError):
+        with transaction(engine, shown_url(engine)) as conn:
+            records_metadata.create_all(conn)  # the table exists now, or the error is real
 
-    def __init__(self, dim: int):
-        self.dim, self.size = dim, 0
-        self.vectors = np.zeros((64, dim), dtype=np.float32)
-        self.active = np.zeros(64, dtype=bool)
-        self.times = np.zeros(64, dtype=np.float64)
 
-    def append(self, vector: np.ndarray, active: bool, time: float) -> int:
-        if self.size == len(self.vectors):
-            grow = len(self.vectors)
-            self.vectors = np.vstack([self.vectors, np.zeros((grow, self.dim), np.float32)])
-            self.active = np.concatenate([self.active, np.zeros(grow, bool)])
-            self.times = np.concatenate([self.times, np.zeros(grow)])
-        row = self.size
-        self.vectors[row], self.active[row], self.times[row] = vector, active, time
-        self.size += 1
-        return row
+def purge_records(engine: Any, namespace: str) -> int:
+    """Delete every record of ``namespace`` (all kinds and scopes); returns how many."""
+    create_tables(engine)
+    with transaction(engine, shown_url(engine)) as conn:
+        return conn.execute(delete(memory_records).where(
+            memory_records.c.namespace == namespace)).rowcount
 
-    def top(self, query: np.ndarray, k: int, everything: bool = False) -> list[tuple[int, float]]:
-        """Rows of the ``k`` highest cosine similarities among active rows (or all)."""
-        sims = self.similarities(query)
-        if not everything:
-            sims = np.where(self.active[: self.size], sims, -np.inf)
-        return self.best(sims, k)
 
-    def similarities(self, query: np.ndarray) -> np.ndarray:
-        """Cosine similarity of every row to ``query`` (rows and query are unit vectors)."""
-        # einsum runs single-threaded: multi-threaded BLAS gemv showed 8-20 ms wake-up spikes
-        # on a busy 2-core machine, einsum stays under 1 ms at 10k rows.
-        return np.einsum("ij,j->i", self.vectors[: self.size], query.astype(np.float32))
-
-    def latest(self, n: int, everything: bool = False) -> list[int]:
-        """Rows of the ``n`` latest times among active rows (or all), latest first.
-
-        Equal times go to the later insertion.
-        """
-        order = np.lexsort((np.arange(self.size), self.times[: self.size]))[::-1]
-        if not everything:
-            order = order[self.active[order]]
-        return order[:n].tolist()
-
-    @staticmethod
-    def best(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-        k = min(k, len(scores))
-        if k <= 0:
+def read_records(engine: Any, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+    """Stored records of ``kind`` as JSON dicts (of one namespace, or all), in insertion order."""
+    table = memory_records
+    query = select(table.c.data).where(table.c.kind == kind)
+    if namespace is not None:
+        query = query.where(table.c.namespace == namespace)
+    with transaction(engine, shown_url(engine)) as conn:
+        if not inspect(conn).has_table(table.name):
             return []
-        idx = np.argpartition(-scores, k - 1)[:k]
-        idx = idx[np.argsort(-scores[idx], kind="stable")]
-        return [(int(i), float(scores[i])) for i in idx if np.isfinite(scores[i])]
+        return [row.data for row in conn.execute(query.order_by(table.c.scope, table.c.seq))]
 
 
 class ScopedRecordStore(ABC, Generic[M]):
-    """One table of pydantic records for one scope, with embedding search.
+    """One kind of pydantic record for one scope, with embedding search.
 
-    Subclasses set ``table``, ``model`` and implement :meth:`text_of`; they may override
-    :meth:`recallable` (rows excluded from recall) and :meth:`time_of`.
+    Subclasses set ``table`` (the kind), ``model`` and implement :meth:`text_of`; they may
+    override :meth:`recallable` (rows excluded from recall) and :meth:`time_of`.
 
     Args:
-        path_or_workdir: a folder (holds ``sleep_memory.sqlite``) or a ``.sqlite`` file.
+        workdir: the run folder (SQLite file and embedded chroma, unless servers are set).
         scope: whose memory this is (user or agent id); no call returns another scope's record.
-        embedder: computes the vectors used by ``get_relevant``.
+        embedder: computes the vectors used by ``search``.
+        namespace: the run this memory belongs to (default: ``run_namespace(workdir)``).
+        backends: an SQL engine and chroma client to share (default: opened for ``workdir``
+            and closed with the store).
+        flush_every: vectors buffered before a chroma write.
     """
 
     table: str = "records"
     model: type[M]
 
-    def __init__(self, path_or_workdir: str | Path, scope: str, embedder: Embedder):
+    def __init__(self, workdir: str | Path, scope: str, embedder: Embedder, *,
+                 namespace: str | None = None, backends: RecordBackends | None = None,
+                 flush_every: int = 32):
         if not scope or not str(scope).strip():
             raise ConfigError("scope: must be a non-empty user or agent id")
-        self.scope, self.embedder = str(scope), embedder
-        self.path = sqlite_path(path_or_workdir)
+        namespace = namespace or run_namespace(workdir)
+        self.scope, self.embedder, self.namespace = str(scope), embedder, namespace
+        self.flush_every = flush_every
+        self._owns_backends = backends is None
+        self.backends = backends or RecordBackends(workdir)
+        self.vectors = ChromaVectorStore(
+            self.scope, embedder, client=self.backends.chroma, url=self.backends.chroma_url,
+            path=self.backends.chroma_path, namespace=self.table, run_namespace=namespace)
+        table = memory_records
+        self._where = (table.c.namespace == namespace, table.c.kind == self.table,
+                       table.c.scope == self.scope)
+        # built once: constructing a statement costs more than running it on SQLite
+        self._update = sql_update(table).where(*self._where, table.c.id == bindparam(
+            "record_id")).values(data=bindparam("record_data"))
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.table} (scope TEXT NOT NULL, id TEXT NOT NULL, "
-            "seq INTEGER NOT NULL, data TEXT NOT NULL, embedding BLOB NOT NULL, embedder TEXT NOT NULL, "
-            "PRIMARY KEY (scope, id))"
-        )
-        self._db.commit()
+        self._pending: dict[str, tuple[str, np.ndarray]] = {}  # id -> (text, vector) for chroma
         self.reload()
 
     # --- hooks ---------------------------------------------------------------------------------
@@ -135,26 +179,30 @@ class ScopedRecordStore(ABC, Generic[M]):
         return stamp.timestamp() if stamp is not None else 0.0
 
     # --- loading and writing -------------------------------------------------------------------
+    def _tx(self):
+        return transaction(self.backends.engine, self.backends.sql_shown)
+
     def reload(self) -> None:
-        """(Re)load this scope's records and vectors from SQLite."""
+        """(Re)load this scope's records from SQL and their vectors from the vector store."""
         with self._lock:
-            rows = self._db.execute(
-                f"SELECT data, embedding, embedder FROM {self.table} WHERE scope = ? ORDER BY seq",
-                (self.scope,),
-            ).fetchall()
+            self.flush()
+            with self._tx() as conn:
+                rows = conn.execute(select(memory_records.c.data).where(*self._where)
+                                    .order_by(memory_records.c.seq)).all()
+            stored = self.vectors.vectors()
             self._records: list[M] = []
             self._row_of: dict[str, int] = {}
             self._matrix = VectorMatrix(self.embedder.dim)
-            stale: list[M] = []
-            for data, blob, embedder in rows:
-                record = self.model.model_validate_json(data)
-                vector = np.frombuffer(blob, dtype=np.float32)
-                if embedder != self.embedder.name or vector.shape != (self.embedder.dim,):
-                    stale.append(record)
+            missing: list[M] = []
+            for row in rows:
+                record = self.model.model_validate(row.data)
+                vector = stored.get(record.id)
+                if vector is None or vector.shape != (self.embedder.dim,):
+                    missing.append(record)
                     vector = np.zeros(self.embedder.dim, np.float32)
                 self._append_in_memory(record, vector)
-            if stale:
-                self._save(stale, reembed=True)
+            if missing:
+                self._reindex(missing)
 
     def _append_in_memory(self, record: M, vector: np.ndarray) -> None:
         row = self._matrix.append(vector, self.recallable(record), self.time_of(record))
@@ -167,55 +215,39 @@ class ScopedRecordStore(ABC, Generic[M]):
                 raise StoreError(f"{self.table}: id already exists in scope {self.scope!r}")
             vectors = self.embedder.embed([self.text_of(r) for r in records])
             seq = len(self._records)
-            try:
-                self._db.executemany(
-                    f"INSERT INTO {self.table} (scope, id, seq, data, embedding, embedder) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            self.scope,
-                            r.id,
-                            seq + i,
-                            r.model_dump_json(),
-                            v.tobytes(),
-                            self.embedder.name,
-                        )
-                        for i, (r, v) in enumerate(zip(records, vectors, strict=True))
-                    ],
-                )
-                self._db.commit()
-            except sqlite3.IntegrityError as exc:
-                self._db.rollback()
-                raise StoreError(f"{self.table}: {exc} (scope {self.scope!r})") from exc
+            rows = [{"namespace": self.namespace, "kind": self.table, "scope": self.scope,
+                     "id": r.id, "seq": seq + i, "data": r.model_dump(mode="json")}
+                    for i, r in enumerate(records)]
+            with self._tx() as conn:
+                conn.execute(insert(memory_records), rows)
             for record, vector in zip(records, vectors, strict=True):
                 self._append_in_memory(record, vector)
+                self._pending[record.id] = (self.text_of(record), vector)
+            self._flush_when_full()
             return [r.id for r in records]
 
     def _save(self, records: Iterable[M], reembed: bool = False) -> None:
         """Write changed records back (and re-embed them when their text changed)."""
         records = list(records)
         with self._lock:
-            vectors = self.embedder.embed([self.text_of(r) for r in records]) if reembed else None
-            for i, record in enumerate(records):
+            for record in records:
                 row = self._row_of[record.id]
                 self._records[row] = record
                 self._matrix.active[row] = self.recallable(record)
                 self._matrix.times[row] = self.time_of(record)
-                if vectors is not None:
-                    self._matrix.vectors[row] = vectors[i]
-            sql = f"UPDATE {self.table} SET data = ? WHERE scope = ? AND id = ?"
-            params = [(r.model_dump_json(), self.scope, r.id) for r in records]
-            if vectors is not None:
-                sql = (
-                    f"UPDATE {self.table} SET data = ?, embedding = ?, embedder = ? "
-                    "WHERE scope = ? AND id = ?"
-                )
-                params = [
-                    (r.model_dump_json(), v.tobytes(), self.embedder.name, self.scope, r.id)
-                    for r, v in zip(records, vectors, strict=True)
-                ]
-            self._db.executemany(sql, params)
-            self._db.commit()
+            with self._tx() as conn:
+                conn.execute(self._update, [{"record_id": r.id, "record_data": r.model_dump(
+                    mode="json")} for r in records])
+            if reembed:
+                self._reindex(records)
+
+    def _reindex(self, records: list[M]) -> None:
+        """Embed ``records`` again: into the index now, the vector store at the next flush."""
+        vectors = self.embedder.embed([self.text_of(r) for r in records])
+        for record, vector in zip(records, vectors, strict=True):
+            self._matrix.vectors[self._row_of[record.id]] = vector
+            self._pending[record.id] = (self.text_of(record), vector)
+        self._flush_when_full()
 
     def _modify(self, ids: Iterable[str], change: Callable[[M], None]) -> list[str]:
         """Apply ``change`` to each known record and persist; returns the ids changed."""
@@ -230,6 +262,20 @@ class ScopedRecordStore(ABC, Generic[M]):
             if changed:
                 self._save(changed)
             return [r.id for r in changed]
+
+    def _flush_when_full(self) -> None:
+        if len(self._pending) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered vectors to the vector store."""
+        with self._lock:
+            pending = list(self._pending.items())
+            for start in range(0, len(pending), WRITE_CHUNK):
+                chunk = pending[start:start + WRITE_CHUNK]
+                self.vectors.add([i for i, _ in chunk], [text for _, (text, _) in chunk],
+                                 embeddings=np.stack([vector for _, (_, vector) in chunk]))
+            self._pending.clear()
 
     # --- reading -------------------------------------------------------------------------------
     def get(self, record_id: str) -> M | None:
@@ -255,8 +301,11 @@ class ScopedRecordStore(ABC, Generic[M]):
             return [(self._records[row].model_copy(deep=True), sim) for row, sim in hits]
 
     def close(self) -> None:
+        """Flush the buffered vectors; release the backends this store opened."""
         with self._lock:
-            self._db.close()
+            self.flush()
+            if self._owns_backends:
+                self.backends.close()
 
     def __enter__(self):
         return self

@@ -1,10 +1,12 @@
-"""Relational store for the taskforce agent (seed 004) on SQLAlchemy 2.
+"""The SQL layer on SQLAlchemy 2, and the relational store of the taskforce agent (seed 004).
 
 SQLite file by default; PostgreSQL (JSONB columns, psycopg 3) when a ``postgresql://`` URL is
-given (``MEMLAB_SQL_URL``). Tables: sessions, states, todolists, execution_history, lessons (the
-seed's Memory). States are versioned snapshots with optimistic locking: a State is saved only if
-its version is exactly one more than the stored latest; otherwise :class:`VersionConflictError`
-is raised and nothing is written (a unique (session_id, version) key settles races).
+given (``MEMLAB_SQL_URL``). :func:`make_engine` and :func:`transaction` are shared with the
+memory record stores (:mod:`memlab.stores.records`). Tables: sessions, states, todolists,
+execution_history, lessons (the seed's Memory). States are versioned snapshots with optimistic
+locking: a State is saved only if its version is exactly one more than the stored latest;
+otherwise :class:`VersionConflictError` is raised and nothing is written (a unique
+(session_id, version) key settles races).
 """
 
 from __future__ import annotations
@@ -101,8 +103,16 @@ lessons = Table(
     Column("created_at", TIME, nullable=False),
 )
 
-def make_engine(url: str | None = None, path: str | Path | None = None) -> Engine:
-    """Engine for ``url`` (PostgreSQL via psycopg 3, or any SQLAlchemy URL), else SQLite ``path``."""
+def make_engine(url: str | None = None, path: str | Path | None = None, *,
+                durable: bool = True) -> Engine:
+    """Engine for ``url`` (PostgreSQL via psycopg 3, or any SQLAlchemy URL), else SQLite ``path``.
+
+    Args:
+        durable: SQLite only: sync every commit to disk (``synchronous=FULL``). False keeps
+            WAL's ``synchronous=NORMAL``: never corrupt, but the last commits may be lost on a
+            power cut (fine for data a run rebuilds from its journal), for a fraction of the
+            per-commit cost.
+    """
     if not url:
         if path is None:
             raise ConfigError("sql store: give a SQLite file path or a URL (MEMLAB_SQL_URL)")
@@ -121,7 +131,44 @@ def make_engine(url: str | None = None, path: str | Path | None = None) -> Engin
         raise ConfigError(f"sql_url: cannot use {url.split('@')[-1]!r}: {exc}") from exc
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+        if not durable:
+            event.listen(engine, "connect", _sqlite_normal_sync)
     return engine
+
+
+def shown_url(engine: Engine) -> str:
+    """The engine's URL without its password (for messages)."""
+    return engine.url.render_as_string(hide_password=True)
+
+
+@contextmanager
+def transaction(engine: Engine, where: str) -> Iterator[Connection]:
+    """A transaction on ``engine``; database errors become StoreError naming ``where``.
+
+    Raises:
+        StoreUnavailableError: the server cannot be reached.
+        StoreError: any other operational or integrity error.
+    """
+    try:
+        with engine.begin() as conn:
+            yield conn
+    except OperationalError as exc:
+        raise operational_error(exc, where) from exc
+    except IntegrityError as exc:
+        raise StoreError(f"database at {where}: integrity: {exc.orig}") from exc
+
+
+def operational_error(exc: OperationalError, where: str) -> StoreError:
+    """StoreUnavailableError for a connection failure, else StoreError, naming ``where``."""
+    if "connect" in str(exc).lower():
+        return StoreUnavailableError(f"database at {where} is unavailable: {exc}")
+    return StoreError(f"database at {where}: {exc}")
+
+
+def _sqlite_normal_sync(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -141,7 +188,7 @@ class SqlStore:
 
     def __init__(self, url: str | None = None, *, path: str | Path | None = None):
         self.engine = make_engine(url, path)
-        self.url = self.engine.url.render_as_string(hide_password=True)
+        self.url = shown_url(self.engine)
         with self._tx() as conn:
             metadata.create_all(conn)
 
@@ -151,20 +198,8 @@ class SqlStore:
         url = (settings or get_settings()).sql_url
         return cls(url, path=Path(workdir) / "taskforce.sqlite")
 
-    @contextmanager
-    def _tx(self) -> Iterator[Connection]:
-        try:
-            with self.engine.begin() as conn:
-                yield conn
-        except OperationalError as exc:
-            raise self._operational(exc) from exc
-        except IntegrityError as exc:
-            raise StoreError(f"database at {self.url}: integrity: {exc.orig}") from exc
-
-    def _operational(self, exc: OperationalError) -> StoreError:
-        if "connect" in str(exc).lower():
-            return StoreUnavailableError(f"database at {self.url} is unavailable: {exc}")
-        return StoreError(f"database at {self.url}: {exc}")
+    def _tx(self):
+        return transaction(self.engine, self.url)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -248,7 +283,7 @@ class SqlStore:
                     f"state of session {state.session_id!r}: version {state.version} raced "
                     "another writer"
                 ) from exc
-            raise self._operational(exc) from exc
+            raise operational_error(exc, self.url) from exc
 
     def _insert_state(self, conn: Connection, state: State) -> int:
         current = self._latest_version(conn, state.session_id)

@@ -15,6 +15,7 @@ session, so every later call fails with :class:`StoreUnavailableError` naming th
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -34,6 +35,8 @@ try:
 except ImportError:  # pragma: no cover - chromadb is a core dependency
     chromadb = None
     EmbeddingFunction = object  # type: ignore[assignment,misc]
+
+PAGE = 1000  # documents or collections per chroma request when reading everything
 
 
 class MemlabEmbeddingFunction(EmbeddingFunction):  # type: ignore[misc,valid-type]
@@ -63,10 +66,42 @@ class MemlabEmbeddingFunction(EmbeddingFunction):  # type: ignore[misc,valid-typ
         return "cosine"
 
 
-def collection_name(namespace: str, scope: str) -> str:
-    """A valid chroma collection name for ``scope`` (any string) inside ``namespace``."""
-    digest = hashlib.blake2b(scope.encode(), digest_size=10).hexdigest()
-    return f"{namespace}-{digest}"
+def collection_name(namespace: str, scope: str, run_namespace: str = "",
+                    embedder: str = "") -> str:
+    """A valid chroma collection name for ``scope`` (any string) inside ``namespace``.
+
+    With a ``run_namespace`` the name starts with the run's tag (:func:`run_tag`), so a run's
+    collections can be found and purged, and the embedder (name and dimension) is part of it,
+    so vectors of another embedder never share a collection. chroma allows 63 characters: the
+    readable part is cut, the digest covers everything.
+    """
+    if not run_namespace:
+        digest = hashlib.blake2b(scope.encode(), digest_size=10).hexdigest()
+        return f"{namespace}-{digest}"
+    digest = hashlib.blake2b(f"{namespace}\0{scope}\0{embedder}".encode(),
+                             digest_size=10).hexdigest()
+    readable = re.sub(r"[^A-Za-z0-9_-]+", "_", namespace)[:24].strip("_-") or "c"
+    return f"{run_tag(run_namespace)}-{readable}-{digest}"
+
+
+def run_tag(run_namespace: str) -> str:
+    """The prefix of every chroma collection of ``run_namespace`` (13 characters)."""
+    return "m" + hashlib.blake2b(run_namespace.encode(), digest_size=6).hexdigest()
+
+
+def purge_run(client: Any, run_namespace: str) -> int:
+    """Delete every collection of ``run_namespace`` on ``client``; returns how many."""
+    prefix = run_tag(run_namespace) + "-"
+    names, offset = [], 0
+    while True:
+        page = client.list_collections(limit=PAGE, offset=offset)
+        names += [c.name for c in page if c.name.startswith(prefix)]
+        if len(page) < PAGE:
+            break
+        offset += PAGE
+    for name in names:
+        client.delete_collection(name)
+    return len(names)
 
 
 def make_client(*, path: str | Path | None = None, url: str | None = None,
@@ -134,6 +169,7 @@ class ChromaVectorStore(VectorStore):
         namespace: collection prefix (e.g. ``goodai_ltm_full_history``).
         client: an existing chroma client to share between scopes.
         timeout_s: deadline of every call to a server (default ``store_timeout_s``).
+        run_namespace: the run the collection belongs to (see :func:`collection_name`).
     """
 
     def __init__(
@@ -146,6 +182,7 @@ class ChromaVectorStore(VectorStore):
         namespace: str = "memlab",
         client: Any = None,
         timeout_s: float | None = None,
+        run_namespace: str = "",
     ):
         if not scope or not scope.strip():
             raise ConfigError("scope: must be a non-empty user or agent id")
@@ -155,7 +192,8 @@ class ChromaVectorStore(VectorStore):
             path=path, url=url, timeout_s=timeout_s)
         self.collection = self._call(
             self.client.get_or_create_collection,
-            name=collection_name(namespace, scope),
+            name=collection_name(namespace, scope, run_namespace,
+                                 f"{embedder.name}/{embedder.dim}"),
             metadata={"hnsw:space": "cosine", SCOPE_FIELD: scope, "embedder": embedder.name},
             embedding_function=MemlabEmbeddingFunction(embedder),
         )
@@ -188,15 +226,12 @@ class ChromaVectorStore(VectorStore):
             raise StoreError(f"chroma at {self.where_shown}: {kind}: {exc}") from exc
 
     def add(self, ids, texts, metadatas=None, embeddings=None) -> None:
-        if len(ids) != len(texts) or any(
-                x is not None and len(x) != len(ids) for x in (metadatas, embeddings)):
-            raise ConfigError("add: ids, texts, metadatas and embeddings must have the same "
-                              "length")
+        if any(x is not None and len(x) != len(ids) for x in (texts, metadatas, embeddings)):
+            raise ConfigError("add: ids, texts, metadatas and embeddings must have the same length")
         if not ids:
             return
         metas = [{**(m or {}), SCOPE_FIELD: self.scope} for m in (metadatas or [{}] * len(ids))]
-        vectors = (np.asarray(embeddings, dtype=np.float32) if embeddings is not None
-                   else self.embedder.embed(list(texts)))
+        vectors = self.embedder.embed(list(texts)) if embeddings is None else embeddings
         self._call(
             self.collection.upsert,
             ids=list(ids),
@@ -246,6 +281,20 @@ class ChromaVectorStore(VectorStore):
             if (meta or {}).get(SCOPE_FIELD) == self.scope
         }
         return [found[i] for i in ids if i in found]
+
+    def vectors(self) -> dict[str, np.ndarray]:
+        result: dict[str, np.ndarray] = {}
+        offset = 0
+        while True:
+            page = self._call(self.collection.get, include=["embeddings", "metadatas"],
+                              limit=PAGE, offset=offset)
+            ids = page["ids"]
+            rows = zip(ids, page["embeddings"] if ids else [], page["metadatas"], strict=True)
+            result.update((i, np.asarray(vector, np.float32)) for i, vector, meta in rows
+                          if (meta or {}).get(SCOPE_FIELD) == self.scope)
+            if len(ids) < PAGE:
+                return result
+            offset += PAGE
 
     def delete(self, ids) -> None:
         if ids:

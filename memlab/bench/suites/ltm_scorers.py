@@ -1,10 +1,18 @@
-"""GoodAI LTM Benchmark v3 scoring rules, one function per test type.
+"""GoodAI LTM Benchmark v3 scoring rules, one function per test type, in two versions.
 
 Every scorer takes the questions asked, the agent's replies to them and the test's
-``expected_responses`` and returns a :class:`~memlab.bench.scoring.Judgement` (0..1). The rules
-follow the published GoodAI v3 scorers so that a published answer gets its published score;
-where GoodAI asked a GPT judge, memlab uses a deterministic rule (jokes, locations_directions) or
-the LLM judge (restaurant, chapterbreak).
+``expected_responses`` and returns a :class:`~memlab.bench.scoring.Judgement` (0..1).
+
+- ``SCORERS`` (``current``, the default): GoodAI's scorers at commit 188e761 (2024-12):
+  SallyAnne lower-cases the answer; Trigger Response strips punctuation and accepts ROUGE-L >
+  0.75; Spy Meeting counts as a wrong recall any keyword of the current code lists (which added
+  "lockpicks", "lockpicking", "slim jim") that the test did not expect.
+- ``PUBLISHED_SCORERS`` (``published``): the 2024-05 scoring of the published v3 results, which
+  memlab reproduces (``memlab goodai-rescore --goodai-scorers published``).
+
+Where GoodAI asks a GPT judge memlab uses a deterministic rule (jokes, locations_directions,
+a Trigger Response reply the rule rejects) unless it is given an LLM judge (``client=``), which
+restaurant and chapterbreak always need.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from memlab.bench.scoring import Judgement, cites, llm_judge, parse_json_as_goodai
+from memlab.bench.scoring import Judgement, cites, llm_judge, normalise, parse_json_as_goodai
 from memlab.errors import ConfigError
 
 Scorer = Callable[..., Judgement]
@@ -30,6 +38,11 @@ GOODAI_SPY_CODES: tuple[tuple[str, ...], ...] = (
     ("motorbike", "motorcycle", "car", "fast vehicle"),
 )
 GOODAI_SPY_VOCABULARY = frozenset(k for code in GOODAI_SPY_CODES for k in code)
+# GoodAI's current lists (188e761): the lock-picking code gained three keywords.
+GOODAI_SPY_CODES_CURRENT = tuple(code + ("lockpicks", "lockpicking", "slim jim")
+                                 if "pick" in code else code for code in GOODAI_SPY_CODES)
+GOODAI_SPY_VOCABULARY_CURRENT = frozenset(k for code in GOODAI_SPY_CODES_CURRENT for k in code)
+TRIGGER_ROUGE_THRESHOLD = 0.75  # GoodAI's TriggerResponseDataset.rouge_score_threshold
 
 
 def goodai_spy_lists(expected: list[list[str]]) -> list[list[str]]:
@@ -98,15 +111,24 @@ def score_name_list(questions: list[str], responses: list[str], expected: list[A
     return Judgement(score=correct / divisor, reasoning=notes)
 
 
-def score_sallyanne(questions: list[str], responses: list[str], expected: list[Any], **_: Any):
-    """The JSON answer must equal the expected (lower-case) word exactly."""
+def score_sallyanne(questions: list[str], responses: list[str], expected: list[Any], *,
+                    lower: bool = False, **_: Any):
+    """The JSON answer must equal the expected (lower-case) word exactly (``lower``: after
+    lower-casing the answer, as GoodAI does since 2024-06)."""
     try:
         answer = parse_json_as_goodai(responses[0])
     except ValueError as exc:
         return Judgement(score=0, reasoning=[f"Invalid answer. {exc}"])
-    if isinstance(answer, dict) and answer.get("answer", "") == expected[0]:
-        return Judgement(score=1, reasoning=[f"The agent answered with {answer['answer']!r}."])
+    given = answer.get("answer", "") if isinstance(answer, dict) else None
+    if isinstance(given, str) and (given.lower() if lower else given) == expected[0]:
+        return Judgement(score=1, reasoning=[f"The agent answered with {given!r}."])
     return Judgement(score=0, reasoning=[f"Invalid answer: {answer}"])
+
+
+def score_sallyanne_current(questions: list[str], responses: list[str], expected: list[Any],
+                            **kwargs: Any):
+    """GoodAI's current SallyAnne: the answer is lower-cased before the comparison."""
+    return score_sallyanne(questions, responses, expected, lower=True, **kwargs)
 
 
 def score_prospective_memory(questions: list[str], responses: list[str], expected: list[Any],
@@ -138,6 +160,31 @@ def score_trigger_response(questions: list[str], responses: list[str], expected:
     return Judgement(score=hits / len(expected), reasoning=notes)
 
 
+def rouge_l(reference: str, candidate: str) -> float:
+    """ROUGE-L F-measure with Porter stemming, as GoodAI computes it (rouge-score)."""
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    return scorer.score(reference, candidate)["rougeL"].fmeasure
+
+
+def score_trigger_response_current(questions: list[str], responses: list[str],
+                                   expected: list[Any], *, client: Any = None, **_: Any):
+    """GoodAI's current rule per trigger: the sentence in the reply once both are lower-cased
+    without punctuation, or ROUGE-L above 0.75; a reply the rule rejects goes to the LLM judge
+    when ``client`` is given (GoodAI asks GPT), else it scores 0."""
+    hits, notes = 0, []
+    for question, reply, sentence in zip(questions, responses, expected, strict=False):
+        want, got = normalise(str(sentence)), normalise(reply)
+        ok = want in got or rouge_l(want, got) > TRIGGER_ROUGE_THRESHOLD
+        if not ok and client is not None:
+            ok = llm_judge(client, [question], [reply], [sentence]).score > 0
+        hits += int(ok)
+        judge = "" if ok or client is not None else " (GoodAI would ask a GPT judge)"
+        notes.append(f"'{sentence}' is {'' if ok else 'not '}in the response.{judge}")
+    return Judgement(score=hits / len(expected), reasoning=notes)
+
+
 def score_spy_meeting(questions: list[str], responses: list[str], expected: list[Any], *,
                       vocabulary: frozenset[str] | set[str] = GOODAI_SPY_VOCABULARY, **_: Any):
     """One third per decoded message (one of its keywords as a whole word), minus one third
@@ -157,11 +204,49 @@ def score_spy_meeting(questions: list[str], responses: list[str], expected: list
     return Judgement(score=max((correct - int(bool(confused))) / 3, 0.0), reasoning=notes)
 
 
-def score_jokes(questions: list[str], responses: list[str], expected: list[Any], **_: Any):
-    """The joke told at the asked time, recounted (case and punctuation ignored)."""
-    if cites(str(expected[0]), responses[0]):
+def score_spy_meeting_current(questions: list[str], responses: list[str], expected: list[Any],
+                              *, vocabulary: frozenset[str] | set[str] | None = None, **_: Any):
+    """GoodAI's current Spy Meeting: the test's own keyword lists, and any other keyword of the
+    current code lists counts as a wrong recall."""
+    return score_spy_meeting(questions, responses, expected,
+                             vocabulary=vocabulary or GOODAI_SPY_VOCABULARY_CURRENT)
+
+
+def score_spy_meeting_published(questions: list[str], responses: list[str],
+                                expected: list[Any], **kwargs: Any):
+    """The 2024-05 scoring: each stored keyword list widened to GoodAI v3.5's list."""
+    return score_spy_meeting(questions, responses, goodai_spy_lists(expected), **kwargs)
+
+
+JOKE_STOP = frozenset("a an and are as at be but by for from had has have he her his i in is "
+                      "it its just me my of on or our she so that the their them then there "
+                      "they this to too was we were what when which who will with you your "
+                      "did do does not no now only up out".split())
+
+
+def joke_words(text: str) -> set[str]:
+    """The content words of ``text`` (lower-case, no punctuation, a plural 's' dropped)."""
+    return {w.removesuffix("s") for w in normalise(text).split()
+            if len(w) > 2 and w not in JOKE_STOP}
+
+
+def score_jokes(questions: list[str], responses: list[str], expected: list[Any], *,
+                client: Any = None, **_: Any):
+    """The joke told at the asked time: recounted (case and punctuation ignored), or clearly
+    referred to: at least half its content words in the reply (GoodAI asks a GPT judge whether
+    the reply "makes reference to" the joke; with ``client`` memlab asks the LLM judge)."""
+    joke, reply = str(expected[0]), responses[0]
+    if cites(joke, reply):
         return Judgement(score=1, reasoning=["The correct joke is recounted."])
-    return Judgement(score=0, reasoning=["The expected joke is not recounted."])
+    if client is not None:
+        return llm_judge(client, questions[:1], [reply], [joke])
+    wanted = joke_words(joke)
+    shared = wanted & joke_words(reply)
+    if wanted and len(shared) >= len(wanted) / 2:
+        return Judgement(score=1, reasoning=[f"The reply refers to the correct joke ({len(shared)}"
+                                             f" of its {len(wanted)} content words)."])
+    return Judgement(score=0, reasoning=[f"The expected joke is not recounted or referred to "
+                                         f"({len(shared)} of its {len(wanted)} content words)."])
 
 
 _STEP_RE = re.compile(r"(\d+)\s*(?:km|kilomet\w*)[\s,]*(?:to the |towards? |heading )?"
@@ -197,19 +282,39 @@ def score_with_llm(questions: list[str], responses: list[str], expected: list[An
     return llm_judge(client, questions, responses, expected)
 
 
-SCORERS: dict[str, Scorer] = {
+SCORERS: dict[str, Scorer] = {  # GoodAI's current scoring (commit 188e761), the default
     "colours": score_colours,
     "shopping": score_shopping,
     "name_list": score_name_list,
     "locations_directions": score_locations_directions,
     "jokes": score_jokes,
-    "sallyanne": score_sallyanne,
+    "sallyanne": score_sallyanne_current,
     "prospective_memory": score_prospective_memory,
-    "trigger_response": score_trigger_response,
-    "spy_meeting": score_spy_meeting,
+    "trigger_response": score_trigger_response_current,
+    "spy_meeting": score_spy_meeting_current,
     "restaurant": score_with_llm,
     "chapterbreak": score_with_llm,
 }
+PUBLISHED_SCORERS: dict[str, Scorer] = {  # the 2024-05 scoring of the published v3 results
+    **SCORERS,
+    "sallyanne": score_sallyanne,
+    "trigger_response": score_trigger_response,
+    "spy_meeting": score_spy_meeting_published,
+}
+SCORER_VERSIONS: dict[str, dict[str, Scorer]] = {"current": SCORERS,
+                                                 "published": PUBLISHED_SCORERS}
+
+
+def scorers(version: str = "current") -> dict[str, Scorer]:
+    """The scorer set ``version`` (``current`` or ``published``).
+
+    Raises:
+        ConfigError: an unknown version (the message lists the known ones).
+    """
+    if version not in SCORER_VERSIONS:
+        raise ConfigError(f"goodai scorers {version!r}: unknown; known: "
+                          f"{', '.join(SCORER_VERSIONS)}")
+    return SCORER_VERSIONS[version]
 
 # Types GoodAI v3 scored without a GPT judge: memlab must reproduce their published scores.
 GOODAI_RULE_TYPES = frozenset({"colours", "shopping", "name_list", "sallyanne",

@@ -109,6 +109,8 @@ class PersonaSuite(PersonaSuiteBase):
         self.history_tokens = 0
 
     def describe(self) -> dict[str, Any]:
+        self.events()  # history_tokens is known once the history is built: a resumed run
+        # compares this description with its manifest before it asks for the events
         return {"name": self.name, "source": "generated", "span": self.span,
                 "seed": self.seed, "n_topics": self.n_topics, "probes": self.probes,
                 "history_tokens": self.history_tokens}

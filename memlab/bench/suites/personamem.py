@@ -23,6 +23,7 @@ from memlab.bench.base import Suite, SuiteEvent
 from memlab.bench.scoring import option_letter
 from memlab.bench.suites.persona import PersonaSuiteBase
 from memlab.errors import ConfigError
+from memlab.userfiles import open_text
 
 COLUMNS = ("persona_id", "question_id", "question_type", "topic", "context_length_in_tokens",
            "context_length_in_letters", "distance_to_ref_in_blocks", "distance_to_ref_in_tokens",
@@ -128,7 +129,7 @@ class PersonaMemSuite(PersonaSuiteBase):
 def _read_rows(path: Path) -> list[dict[str, str]]:
     if not path.exists():
         raise ConfigError(f"questions file {path} does not exist")
-    with path.open(newline="", encoding="utf-8") as f:
+    with open_text(path, "questions file") as f:
         rows = list(csv.DictReader(f))
     for i, row in enumerate(rows):
         for field in ("question_id", "shared_context_id", "end_index_in_shared_context",
@@ -167,7 +168,7 @@ def _check_rows(path: Path, numbered: list[tuple[int, dict[str, str]]], n_messag
 def _read_context(path: Path, context_id: str | None) -> list[dict[str, Any]]:
     if not path.exists():
         raise ConfigError(f"contexts file {path} does not exist")
-    with path.open(encoding="utf-8") as f:
+    with open_text(path, "contexts file") as f:
         for line in f:
             if context_id and f'"{context_id}"' in line[:len(context_id) + 10]:
                 try:

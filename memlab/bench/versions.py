@@ -1,0 +1,96 @@
+"""What made a run, as its manifest records it: prompt versions, package versions, git commit.
+
+``prompt_versions`` is part of a run's identity (``runner.run_identity``): a run folder made with
+other prompts, templates or grammars is refused, never resumed with the new ones. Each version is
+a short sha256 of the texts memlab sends to a model; a new prompt belongs in ``PROMPT_TEXTS``
+(tests/test_faults_identity.py fails for a ``*_PROMPT`` constant that is not covered).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+PACKAGES = ("memlab", "pydantic", "numpy", "pandas", "llama_cpp_python", "chromadb",
+            "onnxruntime", "tokenizers", "google-genai", "httpx",
+            "mem0ai", "langmem", "trustcall", "langgraph", "langchain-core")  # the peers extra
+
+
+def _agent_texts() -> list[str]:
+    from memlab import agent
+    from memlab.memory.base import Exchange, MemoryContext, MemoryItem
+
+    context = MemoryContext(items=[MemoryItem(id="m1", kind="fact", text="likes tea")],
+                            history=[Exchange(user="hi", assistant="hello", turn_number=1,
+                                              timestamp=datetime(2024, 1, 1, tzinfo=UTC))])
+    return [agent.DEFAULT_SYSTEM_PROMPT, agent.MEMORY_HEADER, context.render(),
+            agent.render_options("Which?", ["tea", "coffee"]), context.history[0].render()]
+
+
+def _memory_texts() -> list[str]:
+    from memlab.memory.hybrid_extract import EXTRACT_PROMPT
+    from memlab.sleep.compress import COMPRESS_PROMPT
+    from memlab.sleep.induce import SCHEMA_PROMPT
+
+    return [EXTRACT_PROMPT, COMPRESS_PROMPT, SCHEMA_PROMPT]
+
+
+def _structured_texts() -> list[str]:
+    from memlab.llm.grammars import choices_gbnf
+    from memlab.llm.local import CHATML_TEMPLATE
+    from memlab.llm.structured import json_instruction
+
+    return [json_instruction({"type": "object"}), choices_gbnf(["(a)", 'say "b"']),
+            CHATML_TEMPLATE]
+
+
+def _scoring_texts() -> list[str]:
+    from memlab.bench.scoring import JUDGE_PROMPT
+
+    return [JUDGE_PROMPT]
+
+
+# The texts memlab sends to a model, by part (agent, memory, structured output, scoring).
+PROMPT_TEXTS: dict[str, Callable[[], list[str]]] = {
+    "agent": _agent_texts, "memory": _memory_texts, "structured": _structured_texts,
+    "scoring": _scoring_texts}
+
+
+def prompt_versions() -> dict[str, str]:
+    """Per part of ``PROMPT_TEXTS``, the first 16 hex digits of the sha256 of its texts."""
+    return {part: hashlib.sha256("\x00".join(texts()).encode("utf-8")).hexdigest()[:16]
+            for part, texts in PROMPT_TEXTS.items()}
+
+
+def environment_info() -> dict[str, Any]:
+    """memlab version, git commit, python and package versions (for a run's manifest)."""
+    import memlab
+
+    packages = {}
+    for name in PACKAGES:
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            packages[name] = None
+    return {"memlab_version": memlab.__version__, "git_commit": git_commit(),
+            "python": sys.version.split()[0], "platform": platform.platform(),
+            "packages": packages}
+
+
+def git_commit() -> str | None:
+    """HEAD of the git checkout memlab is imported from (None outside one)."""
+    import memlab
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             cwd=Path(memlab.__file__).parent, timeout=5, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None

@@ -1,0 +1,244 @@
+"""The published benchmarks' tables, in the memory papers' style, from runs of memlab.
+
+LoCoMo as Mem0 reports it: per condition and question category (single-hop, multi-hop,
+open-domain, temporal; adversarial apart), F1, BLEU-1 and the judge's J, beside what memlab
+adds to their table: evidence recall, prompt tokens per question and p50/p95 latency of the
+memory search and of the whole answer. LongMemEval as its paper reports it: judged accuracy by
+question type, task-averaged and overall accuracy and abstention accuracy.
+
+Every proportion (J, accuracy, evidence recall) carries its n and a Wilson interval, every mean
+(F1, BLEU-1, tokens) a t interval (``memlab.stats``). J and accuracy count only the questions
+the model answered; evidence recall counts every question (an evidence-only run has it too), as
+the share of evidence turns that reached the prompt. ``paired_comparisons`` tests each condition
+against a reference on the same questions (exact McNemar, Holm-corrected).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib import pyplot as plt
+
+from memlab import stats
+from memlab.errors import ConfigError
+from memlab.report import data, style, tables
+
+LOCOMO_ORDER = ("single_hop", "multi_hop", "open_domain", "temporal", "overall", "adversarial")
+LONGMEMEVAL_ORDER = ("single-session-user", "single-session-assistant",
+                     "single-session-preference", "multi-session", "knowledge-update",
+                     "temporal-reasoning", "overall", "task-averaged", "abstention")
+QUESTION_COLUMNS = ["condition", "run_id", "test_id", "test_type", "answered", "score", "f1",
+                    "bleu1", "reached", "evidence", "prompt_tokens", "search_s", "total_s",
+                    "abstention"]
+
+
+def questions_frame(results_dir: str | Path, suite: str) -> pd.DataFrame:
+    """One row per question of every complete ``suite`` run under ``results_dir``.
+
+    Columns: condition, run_id, test_id, test_type (category / question type), answered, score
+    (``verdict``: J, accuracy, or declined; NaN when not judged), f1, bleu1 (LoCoMo), reached
+    and evidence
+    (evidence turns reached / named), prompt_tokens, search_s (memory recall) and total_s
+    (recall + answer), abstention (LongMemEval).
+    """
+    scores, turns = data.scores_frame(results_dir), data.turns_frame(results_dir)
+    if scores.empty or suite not in set(scores["suite"]):
+        raise ConfigError(f"results_dir {str(results_dir)!r}: no complete {suite} run")
+    scores = scores[(scores["suite"] == suite) & (scores["phase"] == "main")]
+    asked = turns[(turns["suite"] == suite) & (turns["phase"] == "main")
+                  & (turns["kind"] == "question")]
+    rows = scores.merge(asked, on=["run_id", "test_id"], suffixes=("", "_turn"))
+    meta = rows["metadata"].map(lambda m: m if isinstance(m, dict) else {})
+    records = rows["evidence"].map(lambda r: r if isinstance(r, list) else [])
+    out = pd.DataFrame({
+        "condition": rows["condition"], "run_id": rows["run_id"], "test_id": rows["test_id"],
+        "test_type": rows["test_type"], "answered": rows["answered"].fillna(True).astype(bool),
+        "score": meta.map(verdict).astype(float), "f1": meta.map(lambda m: m.get("f1")),
+        "bleu1": meta.map(lambda m: m.get("bleu1")),
+        "reached": records.map(lambda r: sum(bool(x.get("reached")) for x in r)),
+        "evidence": records.map(len), "prompt_tokens": rows["prompt_tokens"].astype(float),
+        "search_s": rows["memory_latency_s"].astype(float),
+        "total_s": rows["memory_latency_s"].astype(float) + rows["llm_latency_s"].astype(float),
+        "abstention": meta.map(lambda m: bool(m.get("abstention", False)))})
+    return data.order_conditions(out[QUESTION_COLUMNS])
+
+
+def verdict(metadata: dict) -> float:
+    """A question's 0/1 outcome from its score metadata: the judge's J (LoCoMo 1-4), the
+    declines rule (adversarial), the judged accuracy (LongMemEval); NaN when not judged."""
+    value = next((metadata[k] for k in ("j", "declined", "correct") if k in metadata), None)
+    return np.nan if value is None else float(bool(value))
+
+
+def _cell(rows: pd.DataFrame) -> dict:
+    """The measures of one table cell (a condition and a group of its questions)."""
+    answered = rows[rows["answered"]]
+    score = stats.proportion(answered["score"])
+    recall = stats.proportion_ci(int(rows["reached"].sum()), int(rows["evidence"].sum()))
+    f1 = stats.mean_ci(answered["f1"].dropna().astype(float), bounds=(0, 1))
+    b1 = stats.mean_ci(answered["bleu1"].dropna().astype(float), bounds=(0, 1))
+    tokens = stats.mean_ci(rows["prompt_tokens"])  # an unanswered prompt is counted too
+    cell = {"n": len(answered), "questions": len(rows)}
+    for name, value in (("J", score), ("F1", f1), ("B1", b1), ("evidence_recall", recall),
+                        ("tokens", tokens)):
+        cell |= {name: value.estimate, f"{name}_low": value.low, f"{name}_high": value.high}
+    cell["evidence_n"] = recall.n
+    for column, name, own in (("search_s", "search", rows), ("total_s", "total", answered)):
+        seconds = own[column].to_numpy(dtype=float)
+        p50, p95 = np.percentile(seconds, [50, 95]) if seconds.size else (np.nan, np.nan)
+        cell |= {f"{name}_p50_s": p50, f"{name}_p95_s": p95}
+    return cell
+
+
+def _table(questions: pd.DataFrame, groups: dict[str, pd.Series], order: tuple) -> pd.DataFrame:
+    rows = []
+    for condition, own in questions.groupby("condition", observed=True, sort=True):
+        for group, member in groups.items():
+            chosen = own[member.loc[own.index]]
+            if len(chosen):
+                rows.append({"condition": condition, "group": group, **_cell(chosen)})
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    frame["group"] = pd.Categorical(frame["group"], categories=order, ordered=True)
+    return data.order_conditions(frame).sort_values(["condition", "group"]).reset_index(drop=True)
+
+
+def locomo_table(questions: pd.DataFrame) -> pd.DataFrame:
+    """Per condition and category (``group``; ``overall`` = categories 1-4, Mem0's headline):
+    n answered, J, F1, B1 (each with ``_low``/``_high``), evidence recall (its n in
+    ``evidence_n``), prompt tokens and memory-search p50/p95 seconds (every question: an
+    evidence-only prompt is built and counted too), total p50/p95 seconds (answered ones).
+    For ``adversarial``, J is the share of answers that decline (LoCoMo's rule) and F1/B1
+    are empty."""
+    groups = {name: questions["test_type"] == name for name in LOCOMO_ORDER
+              if name not in ("overall",)}
+    groups["overall"] = questions["test_type"] != "adversarial"
+    return _table(questions, groups, LOCOMO_ORDER)
+
+
+def longmemeval_table(questions: pd.DataFrame) -> pd.DataFrame:
+    """Per condition and question type: judged accuracy (``J``) with its interval, evidence
+    recall, tokens and latency; ``overall`` (every question), ``abstention`` (the ``_abs``
+    questions) and ``task-averaged`` (the mean of the six types' accuracies, LongMemEval's
+    headline; no interval)."""
+    groups = {name: questions["test_type"] == name for name in LONGMEMEVAL_ORDER[:6]}
+    groups |= {"overall": questions["test_type"].notna(), "abstention": questions["abstention"]}
+    frame = _table(questions, groups, LONGMEMEVAL_ORDER)
+    if frame.empty:
+        return frame
+    types = frame[frame["group"].isin(LONGMEMEVAL_ORDER[:6])]
+    averaged = types.groupby("condition", observed=True)["J"].mean().rename("J").reset_index()
+    averaged["group"] = "task-averaged"
+    frame = pd.concat([frame, averaged], ignore_index=True)
+    frame["group"] = pd.Categorical(frame["group"], categories=LONGMEMEVAL_ORDER, ordered=True)
+    return data.order_conditions(frame).sort_values(["condition", "group"]).reset_index(drop=True)
+
+
+def paired_comparisons(questions: pd.DataFrame, reference: str = "full_context",
+                       group: str | None = None) -> pd.DataFrame:
+    """Each condition against ``reference`` on the questions both answered (J or accuracy;
+    adversarial questions left out): difference (``second - first`` = condition - reference)
+    with Newcombe's interval, exact McNemar p and its Holm-corrected value."""
+    scored = questions[questions["answered"] & (questions["test_type"] != "adversarial")]
+    if group is not None:
+        scored = scored[scored["test_type"] == group]
+    wide = scored.pivot_table(index="test_id", columns="condition", values="score",
+                              aggfunc="first", observed=True)
+    if reference not in wide:
+        raise ConfigError(f"paired comparisons: no answered questions of {reference!r}")
+    rows = []
+    for condition in [c for c in wide.columns if c != reference]:
+        pair = wide[[reference, condition]].dropna()
+        test = stats.mcnemar(pair[reference], pair[condition])
+        rows.append({"condition": condition, "reference": reference, "n": test.n,
+                     "difference": test.estimate, "low": test.low, "high": test.high,
+                     "p": test.p_value, "condition_only": test.second_only,
+                     "reference_only": test.first_only})
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame["p_holm"] = stats.holm(frame["p"])
+    return data.order_conditions(frame)
+
+
+def reference_condition(questions: pd.DataFrame,
+                        preferred: tuple[str, ...] = ("full_context", "oracle", "vanilla")
+                        ) -> str | None:
+    """The first of ``preferred`` with answered questions (an evidence-only run answers none),
+    the reference of the paired comparisons; None when there is none."""
+    answered = set(questions.loc[questions["answered"], "condition"].astype(str))
+    return next((c for c in preferred if c in answered), None)
+
+
+def display(table: pd.DataFrame, percent: tuple[str, ...] = ("J", "F1", "B1",
+                                                              "evidence_recall")) -> pd.DataFrame:
+    """The table as the paper prints it: percentages with ``low-high`` intervals, tokens and
+    latencies rounded."""
+    out = table[["condition", "group", "n"]].copy()
+    for name in percent:
+        if name in table:
+            out[name] = (100 * table[name]).round(1)
+            out[f"{name} 95% CI"] = [stats.interval_text(100 * lo, 100 * hi) for lo, hi in
+                                     zip(table[f"{name}_low"], table[f"{name}_high"],
+                                         strict=True)]
+    out["evidence n"] = table["evidence_n"]
+    out["tokens"] = table["tokens"].round(0)
+    for name in ("search_p50_s", "search_p95_s", "total_p50_s", "total_p95_s"):
+        out[name] = table[name].round(3)
+    return out
+
+
+def plot_literature(table: pd.DataFrame, title: str) -> plt.Figure:
+    """Mem0's figure: J per group and condition (bars, 95% intervals), and overall J against
+    prompt tokens per question."""
+    style.apply_style()
+    fig, (bars, cost) = plt.subplots(1, 2, figsize=(13, 4.2), width_ratios=(2.2, 1))
+    shown = table[~table["group"].isin(("task-averaged",))].dropna(subset=["J_low"])
+    conditions = list(dict.fromkeys(shown["condition"]))
+    groups = [g for g in shown["group"].cat.categories if g in set(shown["group"])]
+    width, palette = 0.8 / max(len(conditions), 1), style.colours()
+    for k, condition in enumerate(conditions):
+        own = shown[shown["condition"] == condition].set_index("group").reindex(groups)
+        x = np.arange(len(groups)) + k * width
+        errors = np.vstack([(own["J"] - own["J_low"]).clip(lower=0),
+                            (own["J_high"] - own["J"]).clip(lower=0)]) * 100
+        bars.bar(x, 100 * own["J"], width, yerr=errors, capsize=2,
+                 color=palette.get(condition), label=style.label(condition))
+        overall = own.loc[groups[-1]] if "overall" not in groups else own.loc["overall"]
+        cost.errorbar(overall["tokens"], 100 * overall["J"], fmt="o",
+                      yerr=[[100 * (overall["J"] - overall["J_low"])],
+                            [100 * (overall["J_high"] - overall["J"])]],
+                      color=palette.get(condition))
+    bars.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, groups, rotation=20)
+    bars.set(ylabel="J / accuracy (%)", ylim=(0, 100), title=title)
+    cost.set(xlabel="prompt tokens per question", ylabel="overall (%)", ylim=(0, 100))
+    fig.legend(loc="upper center", ncol=min(len(conditions), 8), bbox_to_anchor=(0.5, -0.02))
+    return fig
+
+
+def write_literature(results_dir: str | Path, out_dir: str | Path = "figures") -> dict:
+    """For each published suite with complete runs: its table (``<suite>_table``: the numbers
+    as CSV, the shown table as LaTeX and markdown), the paired comparisons (``<suite>_paired``) and the figure
+    (``<suite>_figure`` PNG + PDF). Returns the written paths by name."""
+    written: dict[str, list[Path]] = {}
+    builders = {"locomo": (locomo_table, "LoCoMo"), "longmemeval": (longmemeval_table,
+                                                                   "LongMemEval")}
+    present = set(data.runs_frame(results_dir)["suite"])
+    for suite, (build, title) in builders.items():
+        if suite not in present:
+            continue
+        questions = questions_frame(results_dir, suite)
+        table = build(questions)
+        written[f"{suite}_table"] = tables.write_table(table, f"{suite}_table",
+                                                       Path(out_dir) / "tables",
+                                                       display=display(table))
+        reference = reference_condition(questions)
+        if reference:
+            written[f"{suite}_paired"] = tables.write_table(
+                paired_comparisons(questions, reference), f"{suite}_paired",
+                Path(out_dir) / "tables")
+        written[f"{suite}_figure"] = style.save(plot_literature(table, title),
+                                                  f"{suite}_figure", out_dir)
+    return written

@@ -1,0 +1,192 @@
+"""The peers table: mem0 and LangMem against memlab's rag, hybrid and sleep on the same questions.
+
+Reads finished runs (``manifest.json``, ``turns.jsonl``, ``scores.jsonl``, ``calls.jsonl``) under
+a results folder and, optionally, ``benchmarks/results/peers.json`` (search latency at 1k/10k
+stored memories). Runs are compared within a cell: the same suite, span, seed and memory model.
+
+Per run (``peer_rows``): answered tests and accuracy with its Wilson interval; evidence recall by
+answer text (the share of evidence pieces whose answer reached the prompt: the one measure that
+applies to a memory without provenance, so every condition is judged by it here); prompt tokens
+per answer; LLM calls and memory seconds per stored turn (filler turns: observed without an
+answer, so every call on them is the memory's own); recall latency p50/p95 over the questions
+not stored (recall only); parse failures and failed turns (peers: from the manifest's
+``memory_stats``). ``paired`` adds each peer's accuracy difference from each baseline on the
+tests both answered (exact McNemar, Newcombe interval, Holm-corrected within the cell).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memlab.bench.runlog import read_jsonl
+from memlab.memory.base import PEERS
+from memlab.stats import holm, mcnemar, paired_bootstrap, proportion, proportion_ci
+
+BASELINES = ("rag", "hybrid", "sleep")
+CELL = ["suite", "span", "seed", "memory_model"]
+
+
+def run_folders(results_dir: str | Path) -> list[Path]:
+    """Folders under ``results_dir`` (any depth) holding a complete run."""
+    found = []
+    for manifest in sorted(Path(results_dir).rglob("manifest.json")):
+        data = json.loads(manifest.read_text())
+        if data.get("status") == "complete" and (manifest.parent / "scores.jsonl").exists():
+            found.append(manifest.parent)
+    return found
+
+
+def answered_scores(run_dir: Path) -> dict[str, float]:
+    """test id -> score in [0, 1] of the tests answered in the main phase."""
+    out = {}
+    for line in read_jsonl(run_dir / "scores.jsonl"):
+        if line.get("phase") == "main" and line.get("answered", True):
+            out[str(line["test_id"])] = float(line["score"]) / float(line.get("max_score") or 1)
+    return out
+
+
+def _cost_fields(turns: list[dict], calls: list[dict], stats: dict[str, Any]) -> dict[str, Any]:
+    observed = [t for t in turns if t.get("kind") == "filler" and t.get("phase") == "main"]
+    steps = {f"main:{t['index']}" for t in observed}
+    per_turn = sum(1 for c in calls if c.get("step") in steps) / len(observed) if observed else None
+    recall_ms = [1000 * t["memory_latency_s"] for t in turns
+                 if t.get("kind") == "question" and not t.get("store")]
+    llm = stats.get("llm") or {}
+    failures = (llm.get("parse_failures", 0) + stats.get("failed_turns", 0)) if stats else None
+    return {
+        "stored_turns": len(observed),
+        "llm_calls_per_stored_turn": per_turn,
+        "memory_s_per_stored_turn": float(np.mean([t["memory_latency_s"] for t in observed]))
+        if observed else None,
+        "recall_p50_ms": float(np.percentile(recall_ms, 50)) if recall_ms else None,
+        "recall_p95_ms": float(np.percentile(recall_ms, 95)) if recall_ms else None,
+        "parse_failures": failures,
+        "memories_written": stats.get("memories_written"),
+    }
+
+
+def run_row(run_dir: Path) -> dict[str, Any]:
+    """One run's row of the peers table (see the module docstring)."""
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    turns = [t for t in read_jsonl(run_dir / "turns.jsonl") if t.get("phase") == "main"]
+    scores = answered_scores(run_dir)
+    accuracy = proportion_ci(sum(round(s) for s in scores.values()), len(scores)) if all(
+        s in (0.0, 1.0) for s in scores.values()) else None
+    pieces = [float(bool(e.get("answer_in_prompt"))) for t in turns
+              if t.get("kind") == "question" for e in t.get("evidence") or []]
+    recall = proportion(pieces)
+    answers = [t["prompt_tokens"] for t in turns if t.get("kind") == "question"
+               and t.get("answered", True) and not t.get("error")]
+    return {
+        "condition": manifest["condition"], "suite": manifest["suite"],
+        "span": manifest["span"], "seed": manifest["seed"],
+        "memory_model": (manifest.get("memory_llm") or {}).get("model"),
+        "answered_tests": len(scores),
+        "accuracy": float(np.mean(list(scores.values()))) if scores else None,
+        "accuracy_low": accuracy.low if accuracy else None,
+        "accuracy_high": accuracy.high if accuracy else None,
+        "evidence_pieces": recall.n, "evidence_by_answer": recall.estimate,
+        "evidence_low": recall.low, "evidence_high": recall.high,
+        "prompt_tokens_per_answer": float(np.mean(answers)) if answers else None,
+        **_cost_fields(turns, read_jsonl(run_dir / "calls.jsonl"),
+                       manifest.get("memory_stats") or {}),
+        "run_dir": str(run_dir),
+    }
+
+
+def peer_rows(results_dir: str | Path, conditions: tuple[str, ...] = PEERS + BASELINES
+              ) -> pd.DataFrame:
+    """One row per complete run of ``conditions`` under ``results_dir``."""
+    rows = [run_row(d) for d in run_folders(results_dir)]
+    frame = pd.DataFrame(rows, columns=None if rows else ["condition", *CELL])
+    return frame[frame["condition"].isin(conditions)].reset_index(drop=True)
+
+
+def paired(rows: pd.DataFrame, baselines: tuple[str, ...] = BASELINES) -> pd.DataFrame:
+    """Each peer against each baseline of its cell on the tests both answered: difference
+    (peer - baseline), its 95% interval, p and Holm-adjusted p within the cell."""
+    out = []
+    for _, cell in rows.groupby(CELL, dropna=False):
+        by_condition = {r.condition: r for r in cell.itertuples()}
+        family = []
+        for peer in (p for p in PEERS if p in by_condition):
+            mine = answered_scores(Path(by_condition[peer].run_dir))
+            for base in (b for b in baselines if b in by_condition):
+                theirs = answered_scores(Path(by_condition[base].run_dir))
+                shared = sorted(set(mine) & set(theirs))
+                first, second = [theirs[t] for t in shared], [mine[t] for t in shared]
+                binary = all(v in (0.0, 1.0) for v in first + second)
+                test = mcnemar(first, second) if binary else paired_bootstrap(first, second)
+                family.append({**{k: getattr(by_condition[peer], k) for k in CELL},
+                               "peer": peer, "baseline": base, "pairs": test.n,
+                               "difference": test.estimate, "low": test.low, "high": test.high,
+                               "p": test.p_value, "method": test.method})
+        for row, adjusted in zip(family, holm([r["p"] for r in family]), strict=True):
+            out.append({**row, "p_holm": adjusted})
+    return pd.DataFrame(out)
+
+
+def search_latency(bench_json: str | Path) -> pd.DataFrame:
+    """Search p50/p95 (ms) per condition and store size from ``bench_peers.py``'s results."""
+    data = json.loads(Path(bench_json).read_text())
+    frame = pd.DataFrame(data.get("search", []))
+    if frame.empty:
+        return frame
+    return frame.pivot_table(index="condition", columns="stored",
+                             values=["search_p50_ms", "search_p95_ms"])
+
+
+def _pct(value: Any, low: Any = None, high: Any = None) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "--"
+    text = f"{100 * value:.0f}%"
+    return text if low is None or np.isnan(low) else f"{text} ({100 * low:.0f}-{100 * high:.0f})"
+
+
+def _num(value: Any, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "--"
+    return f"{value:,.{digits}f}"
+
+
+def peers_markdown(rows: pd.DataFrame, pairs: pd.DataFrame) -> str:
+    """The peers table as markdown: one line per run, then the paired differences."""
+    head = ("| suite | memory model | condition | accuracy (95% CI) | n | evidence by answer "
+            "(95% CI) | n | prompt tokens / answer | LLM calls / stored turn | memory s / "
+            "stored turn | recall p50 / p95 ms | parse failures |\n" + "|---" * 12 + "|\n")
+    lines = [f"| {r.suite} | {r.memory_model} | {r.condition} | "
+             f"{_pct(r.accuracy, r.accuracy_low, r.accuracy_high)} | {r.answered_tests} | "
+             f"{_pct(r.evidence_by_answer, r.evidence_low, r.evidence_high)} | "
+             f"{r.evidence_pieces} | {_num(r.prompt_tokens_per_answer, 0)} | "
+             f"{_num(r.llm_calls_per_stored_turn, 2)} | {_num(r.memory_s_per_stored_turn, 2)} | "
+             f"{_num(r.recall_p50_ms)} / {_num(r.recall_p95_ms)} | "
+             f"{'--' if pd.isna(r.parse_failures) else int(r.parse_failures)} |"
+             for r in rows.itertuples()]
+    text = head + "\n".join(lines) + "\n"
+    if not pairs.empty:
+        text += ("\n| suite | memory model | peer - baseline | pairs | difference (95% CI) | p | "
+                 "p (Holm) |\n|---|---|---|---|---|---|---|\n")
+        text += "\n".join(
+            f"| {p.suite} | {p.memory_model} | {p.peer} - {p.baseline} | {p.pairs} | "
+            f"{100 * p.difference:+.0f} pp ({100 * p.low:.0f} to {100 * p.high:.0f}) | "
+            f"{p.p:.2f} | {p.p_holm:.2f} |" for p in pairs.itertuples()) + "\n"
+    return text
+
+
+def write_peers_table(results_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
+    """peers.csv, peers_paired.csv and peers.md under ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = peer_rows(results_dir)
+    pairs = paired(rows)
+    paths = {"rows": out / "peers.csv", "paired": out / "peers_paired.csv",
+             "markdown": out / "peers.md"}
+    rows.drop(columns=["run_dir"], errors="ignore").to_csv(paths["rows"], index=False)
+    pairs.to_csv(paths["paired"], index=False)
+    paths["markdown"].write_text(peers_markdown(rows, pairs), encoding="utf-8")
+    return paths

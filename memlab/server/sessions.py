@@ -1,0 +1,310 @@
+"""The agent server's sessions: one Agent each, with its own scoped memory and journal.
+
+A session lives in ``<workdir>/sessions/<id>/``: ``session.json`` (what it is),
+``journal.jsonl`` (every acknowledged step, appended and fsync'ed before the server answers) and
+``stores/<incarnation>/`` (the condition's embedded stores). Its memory scope carries the session id and an
+incarnation number, so two sessions never share a key even on a shared Redis or chroma server.
+
+A session not in memory (the server restarted) is rebuilt on first use: ``stores/`` is emptied
+and the journal is replayed through the same Agent calls (a turn's recall, then its store; a
+filler exchange; a sleep; a memory view's recall), with the model calls of conditions that
+compress or extract served by the response cache.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from memlab.agent import Agent, TurnTrace
+from memlab.bench.runlog import JsonlWriter, read_jsonl, write_json_atomic
+from memlab.errors import ConfigError, MemlabError, fields_message
+from memlab.memory.base import MEMORIES, Scope
+from memlab.models import utc_now
+from memlab.models.api import (
+    SESSION_ID_PATTERN,
+    MemoryView,
+    ObserveRequest,
+    RecalledItem,
+    SessionCreate,
+    SessionInfo,
+    StoredTurn,
+    TurnRequest,
+)
+
+META, JOURNAL, STORES = "session.json", "journal.jsonl", "stores"
+DEFAULT_SESSION = "default"
+
+
+class UnknownSessionError(MemlabError):
+    """No session has this id (never created, or deleted)."""
+
+
+class Ticket:
+    """A request's claim on storing its result: the client may give up (deadline, disconnect)
+    until the worker starts storing; after that the request is answered."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.state = "open"
+
+    def abandon(self) -> bool:
+        """Give up; False when storing has already begun (the caller must wait for it)."""
+        return self._move("abandoned")
+
+    def begin_commit(self) -> bool:
+        """Start storing; False when the client gave up (nothing may be stored)."""
+        return self._move("committing")
+
+    def _move(self, state: str) -> bool:
+        with self._lock:
+            if self.state != "open":
+                return False
+            self.state = state
+            return True
+
+
+@dataclass
+class Session:
+    info: SessionInfo
+    folder: Path
+    agent: Agent
+    journal: JsonlWriter
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    closed: bool = False
+
+
+def check_options(condition: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` validated by the condition's Config; server URLs may not be set by a client.
+
+    Raises:
+        ConfigError: naming ``options.<field>`` and the rule.
+    """
+    config = MEMORIES.resolve(condition).Config
+    allowed = sorted(n for n in config.model_fields if not n.endswith("_url"))
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ConfigError(f"field 'options.{unknown[0]}': not a setting of condition "
+                          f"{condition!r} a client may set; known: {', '.join(allowed) or 'none'}")
+    try:
+        config(**options)
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("options", *e["loc"])} for e in exc.errors()]
+        raise ConfigError(fields_message(errors)) from None
+    return dict(options)
+
+
+class SessionManager:
+    """Every session of one server: create, find (rebuilding from disk), delete, close.
+
+    Args:
+        workdir: the server's folder; sessions live under ``workdir/sessions``.
+        condition: the default condition (``POST /sessions`` without one, ``POST /turn``).
+        llm, embedder: shared by every session's Agent and memory.
+    """
+
+    def __init__(self, workdir: str | Path, *, condition: str, llm: Any, embedder: Any):
+        MEMORIES.resolve(condition)
+        self.root = Path(workdir) / "sessions"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.condition, self.llm, self.embedder = condition, llm, embedder
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.RLock()
+        self.closed = False
+
+    # ----------------------------------------------------------------- lifecycle
+    def create(self, request: SessionCreate, session_id: str | None = None) -> SessionInfo:
+        """A new session with empty memory (``ConfigError`` for a bad condition or option)."""
+        condition = request.condition or self.condition
+        if condition not in MEMORIES:
+            raise ConfigError(f"field 'condition': {MEMORIES.unknown_message(condition)}")
+        info = SessionInfo(id=session_id or uuid.uuid4().hex, condition=condition,
+                           user_id=request.user_id, agent_id=request.agent_id or condition,
+                           options=check_options(condition, request.options),
+                           max_tokens=request.max_tokens, created_at=utc_now())
+        with self._lock:
+            self._check_running()
+            folder = self.root / info.id
+            shutil.rmtree(folder, ignore_errors=True)  # left without session.json by a crash
+            folder.mkdir(parents=True)
+            write_json_atomic(folder / META, {**info.model_dump(mode="json"), "incarnation": 0})
+            self._sessions[info.id] = self._open(info, folder, incarnation=0)
+        return info
+
+    def get(self, session_id: str) -> Session:
+        """The session, rebuilt from its journal when this process has not opened it yet."""
+        with self._lock:
+            self._check_running()
+            session = self._sessions.get(session_id)
+            if session is None:
+                session = self._restore(session_id)
+                self._sessions[session_id] = session
+            return session
+
+    def default(self) -> Session:
+        """The session behind the seed's plain ``POST /turn`` (created on first use)."""
+        with self._lock:
+            if not (self.root / DEFAULT_SESSION / META).exists():
+                self.create(SessionCreate(), session_id=DEFAULT_SESSION)
+            return self.get(DEFAULT_SESSION)
+
+    def delete(self, session_id: str) -> None:
+        """Close the session and remove its folder (memory and journal)."""
+        with self._lock:
+            session = self.get(session_id)
+            del self._sessions[session_id]
+            (session.folder / META).unlink()  # from now on no request can find or rebuild it
+        with session.lock:  # waits for the session's work in progress
+            self._close(session)
+            shutil.rmtree(session.folder, ignore_errors=True)
+
+    def count(self) -> int:
+        return sum(1 for p in self.root.glob(f"*/{META}"))
+
+    def close(self) -> int:
+        """Wait for every session's work in progress, then close journals and stores.
+
+        Returns:
+            How many sessions were open.
+        """
+        with self._lock:
+            self.closed = True
+            for session in self._sessions.values():
+                with session.lock:
+                    self._close(session)
+            opened = len(self._sessions)
+            self._sessions.clear()
+            return opened
+
+    # ----------------------------------------------------------------- work (worker threads)
+    def answer(self, session: Session, request: TurnRequest,
+               ticket: Ticket) -> tuple[TurnTrace, int] | None:
+        """Answer a turn; store it only if the client still waits. None: abandoned, not stored."""
+        with session.lock:
+            self._check_open(session)
+            if ticket.state != "open":  # given up while waiting for the session
+                return None
+            stamp = request.timestamp or utc_now()
+            trace = session.agent.interact(
+                request.message, store=False, timestamp=stamp, session_id=session.info.id,
+                max_tokens=request.max_tokens or session.info.max_tokens)
+            if trace.error is not None:
+                return trace, session.agent.turn_number
+            if not ticket.begin_commit():
+                return None
+            session.agent.commit(request.message, trace, timestamp=stamp,
+                                 session_id=session.info.id)
+            self._journal(session, "turn", stamp, request.message, trace.reply)
+            return trace, session.agent.turn_number
+
+    def observe(self, session: Session, request: ObserveRequest,
+                ticket: Ticket) -> tuple[int, Any] | None:
+        """Store an exchange without generating; None: abandoned before storing."""
+        with session.lock:
+            self._check_open(session)
+            if not ticket.begin_commit():
+                return None
+            stamp = request.timestamp or utc_now()
+            stats = session.agent.observe(request.user, request.assistant, timestamp=stamp,
+                                          session_id=session.info.id)
+            self._journal(session, "observe", stamp, request.user, request.assistant)
+            return session.agent.turn_number, stats
+
+    def sleep(self, session: Session, ticket: Ticket) -> Any:
+        """Run the condition's sleep cycle now (its CycleStats, or None without one)."""
+        with session.lock:
+            self._check_open(session)
+            if not ticket.begin_commit():
+                return None
+            stats = session.agent.sleep()
+            self._journal(session, "sleep", utc_now())
+            return stats
+
+    def view(self, session: Session, query: str | None, limit: int) -> MemoryView:
+        """The stored exchanges (newest ``limit``) and what memory recalls for ``query``."""
+        with session.lock:
+            self._check_open(session)
+            stored = [StoredTurn.model_validate(r) for r in read_jsonl(session.folder / JOURNAL)
+                      if r.get("kind") != "recall"]
+            recalled = []
+            if query:
+                context = session.agent.memory.recall(query)
+                self._journal(session, "recall", utc_now(), query)
+                recalled = [RecalledItem(kind=i.kind, id=i.id, text=i.text, score=i.score)
+                            for i in context.items]
+                recalled += [RecalledItem(kind="history turn", id=f"turn:{ex.turn_number}",
+                                          text=ex.render()) for ex in context.history]
+            info = session.info.model_copy(update={"turns": session.agent.turn_number})
+            return MemoryView(session=info, stored=stored[-limit:] if limit else [],
+                              query=query, recalled=recalled)
+
+    def info(self, session: Session) -> SessionInfo:
+        return session.info.model_copy(update={"turns": session.agent.turn_number})
+
+    # ----------------------------------------------------------------- parts
+    def _open(self, info: SessionInfo, folder: Path, *, incarnation: int) -> Session:
+        scope = Scope(user_id=info.user_id, agent_id=f"{info.agent_id}/{info.id}/{incarnation}")
+        memory = MEMORIES.create(info.condition, scope=scope, llm=self.llm,
+                                 embedder=self.embedder, config=info.options,
+                                 workdir=folder / STORES / str(incarnation))
+        agent = Agent(memory, self.llm)
+        return Session(info=info, folder=folder, agent=agent,
+                       journal=JsonlWriter(folder / JOURNAL))
+
+    def _restore(self, session_id: str) -> Session:
+        folder = self.root / session_id
+        if not re.match(SESSION_ID_PATTERN, session_id) or not (folder / META).is_file():
+            raise UnknownSessionError(f"no session {session_id!r} (POST /sessions creates one)")
+        meta = json.loads((folder / META).read_text(encoding="utf-8"))
+        incarnation = int(meta.pop("incarnation", 0)) + 1
+        write_json_atomic(folder / META, {**meta, "incarnation": incarnation})
+        shutil.rmtree(folder / STORES, ignore_errors=True)
+        records = read_jsonl(folder / JOURNAL, repair=True)
+        session = self._open(SessionInfo.model_validate(meta), folder, incarnation=incarnation)
+        for record in records:
+            _replay(session, record)
+        return session
+
+    def _journal(self, session: Session, kind: str, stamp: datetime, user: str = "",
+                 assistant: str = "") -> None:
+        session.journal.write({"kind": kind, "turn_number": session.agent.turn_number,
+                               "user": user, "assistant": assistant,
+                               "timestamp": stamp.isoformat()})
+
+    def _check_running(self) -> None:
+        if self.closed:
+            raise MemlabError("the server is shutting down")
+
+    @staticmethod
+    def _check_open(session: Session) -> None:
+        if session.closed:
+            raise UnknownSessionError(f"session {session.info.id!r} was deleted or closed")
+
+    @staticmethod
+    def _close(session: Session) -> None:
+        if not session.closed:
+            session.closed = True
+            session.journal.close()
+            session.agent.memory.close()
+
+
+def _replay(session: Session, record: dict[str, Any]) -> None:
+    """Apply one journal record to a freshly opened session (see the module docstring)."""
+    agent, kind = session.agent, record.get("kind")
+    stamp = datetime.fromisoformat(record["timestamp"])
+    if kind in ("turn", "recall"):
+        agent.memory.recall(record["user"])
+    if kind in ("turn", "observe"):
+        agent.observe(record["user"], record["assistant"], timestamp=stamp,
+                      session_id=session.info.id)
+    elif kind == "sleep":
+        agent.sleep()

@@ -1,0 +1,117 @@
+"""Files and folders a user names: read them, or write into them, with one clear error.
+
+A problem with a path the user gave (missing, a file where a folder belongs, unreadable, not
+UTF-8, read-only) is a ConfigError naming the path and what to do, never a traceback.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from memlab.errors import ConfigError
+
+NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+@contextmanager
+def open_text(path: str | Path, what: str) -> Iterator[TextIO]:
+    """``path`` opened as UTF-8 text (newlines untranslated, as ``csv`` wants).
+
+    A read problem inside the block, decoding included, becomes a ConfigError naming ``what``
+    (e.g. "grid spec") and the file.
+    """
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            yield fh
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {str(path)!r}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{what} {str(path)!r}: is a folder; give the file") from None
+    except PermissionError:
+        raise ConfigError(f"{what} {str(path)!r}: cannot be read (permission denied); fix its "
+                          "permissions") from None
+    except UnicodeDecodeError:
+        offset, byte = first_bad_utf8(path)
+        raise ConfigError(f"{what} {str(path)!r}: not UTF-8 text (byte 0x{byte:02x} at offset "
+                          f"{offset}); save it as UTF-8") from None
+
+
+def first_bad_utf8(path: Path, chunk: int = 1 << 20) -> tuple[int, int]:
+    """The file offset and value of the first byte of ``path`` that is not valid UTF-8.
+
+    A decoding error raised while streaming gives a position in some buffer, not in the file.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    done = 0
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                pending = len(exc.object) - len(block)  # bytes held from the previous block
+                return done - pending + exc.start, exc.object[exc.start]
+            done += len(block)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError as exc:  # a character cut off by the end of the file
+        return done - len(exc.object) + exc.start, exc.object[exc.start]
+    return done, 0
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The whole of ``path`` as UTF-8 text (errors as ``open_text``)."""
+    with open_text(path, what) as fh:
+        return fh.read()
+
+
+def load_yaml(path: str | Path, what: str) -> Any:
+    """The YAML document in ``path``; a syntax error is one line naming the file and place."""
+    import yaml
+
+    text = read_text(path, what)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{what} {str(path)!r}: not valid YAML ({problem}{where})") from None
+
+
+def writable_folder(path: str | Path, what: str) -> Path:
+    """``path`` as a folder this process can write into, created when missing.
+
+    Raises:
+        ConfigError: ``path`` (or a folder above it) is a file, or it cannot be created or
+            written (permissions, a read-only file system); the message names the path.
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), path)
+        raise ConfigError(f"{what} {str(path)!r}: {str(blocker)!r} is a file, not a folder; "
+                          "give a folder path") from None
+    except OSError as exc:
+        if exc.errno not in NOT_WRITABLE:
+            raise
+        raise ConfigError(f"{what} {str(path)!r}: cannot be created ({exc.strerror}); choose "
+                          "a folder you can write to") from None
+    try:
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".memlab-write-check-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        if exc.errno not in NOT_WRITABLE:
+            raise
+        raise ConfigError(f"{what} {str(path)!r}: not writable ({exc.strerror}); choose a "
+                          "folder you can write to or fix its permissions") from None
+    return path

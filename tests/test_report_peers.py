@@ -1,0 +1,123 @@
+"""The peers table (memlab.report.peers) on real run folders written by the runner on fakes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from peer_fakes import peer_reply  # noqa: E402
+from test_runner import TinySuite, tiny_spec  # noqa: E402
+
+from memlab.bench.base import Evidence  # noqa: E402
+from memlab.bench.runlog import read_jsonl  # noqa: E402
+from memlab.bench.runner import run  # noqa: E402
+from memlab.embed.hashing import HashingEmbedder  # noqa: E402
+from memlab.llm.fake import FakeLLM  # noqa: E402
+from memlab.report.peers import (  # noqa: E402
+    paired,
+    peer_rows,
+    peers_markdown,
+    search_latency,
+    write_peers_table,
+)
+
+CONDITIONS = ("rag", "mem0", "langmem")
+
+
+class EvidenceSuite(TinySuite):
+    """The runner tests' suite with each question naming its needle and answer as evidence."""
+
+    def events(self):
+        events = super().events()
+        for event in events:
+            if event.kind == "question":
+                needle = event.metadata["evidence_indices"][0]
+                answer = events[needle].text.split()[-1].rstrip(".")
+                event.evidence = [Evidence(index=needle, answer=answer)]
+        return events
+
+
+def picky_reply(messages):
+    """Right ("A", the first shown option) only for sessions whose colour reached the prompt."""
+    reply = peer_reply(messages)
+    if reply == "A":
+        prompt = "\n".join(m.content for m in messages[:-1]).lower()
+        options = messages[-1].content.split("Options:\n")[1].splitlines()[:4]
+        for letter, line in zip("ABCD", options, strict=False):
+            if line.split(". ", 1)[1].lower() in prompt:
+                return letter
+        return "D"
+    return reply
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    root = tmp_path_factory.mktemp("peers-report")
+    suite = EvidenceSuite(sessions=4, filler=2)
+    for condition in CONDITIONS:
+        run(tiny_spec(suite, condition), suite=suite, llm=FakeLLM([picky_reply]),
+            embedder=HashingEmbedder(dim=384), results_dir=root, progress=False)
+    return root
+
+
+def test_rows_match_the_run_files(results):
+    rows = peer_rows(results).set_index("condition")
+    assert set(rows.index) == set(CONDITIONS)
+    for condition in CONDITIONS:
+        row = rows.loc[condition]
+        scores = [s for s in read_jsonl(Path(row.run_dir) / "scores.jsonl")
+                  if s["phase"] == "main"]
+        assert row.answered_tests == len(scores) == 4
+        assert row.accuracy == pytest.approx(sum(s["score"] for s in scores) / 4)
+        assert row.accuracy_low <= row.accuracy <= row.accuracy_high
+        assert row.evidence_pieces == 4 and row.stored_turns == 8
+    assert rows.loc["rag", "llm_calls_per_stored_turn"] == 0
+    assert rows.loc["mem0", "llm_calls_per_stored_turn"] == 1  # one extraction call per add
+    assert rows.loc["langmem", "llm_calls_per_stored_turn"] >= 1
+    assert rows.loc["mem0", "parse_failures"] == 0 and pd_isna(rows.loc["rag", "parse_failures"])
+    manifest = json.loads((Path(rows.loc["mem0", "run_dir"]) / "manifest.json").read_text())
+    assert rows.loc["mem0", "memories_written"] == manifest["memory_stats"]["memories_written"] > 0
+
+
+def pd_isna(value) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
+
+
+def test_paired_differences_are_on_the_same_tests_with_holm(results):
+    rows = peer_rows(results)
+    pairs = paired(rows, baselines=("rag",))
+    assert sorted(pairs["peer"]) == ["langmem", "mem0"] and set(pairs["baseline"]) == {"rag"}
+    by = rows.set_index("condition")["accuracy"]
+    for p in pairs.itertuples():
+        assert p.pairs == 4
+        assert p.difference == pytest.approx(by[p.peer] - by["rag"])
+        assert p.p_holm >= p.p
+
+
+def test_markdown_and_files(results, tmp_path):
+    paths = write_peers_table(results, tmp_path)
+    text = paths["markdown"].read_text()
+    assert text.count("\n| tiny |") == 3 + 2 and "mem0 - rag" in text  # runs + pairs
+    assert len(read_csv_rows(paths["rows"])) == 3
+    rows = peer_rows(results)
+    assert peers_markdown(rows, paired(rows)) == text
+
+
+def read_csv_rows(path: Path) -> list[str]:
+    return path.read_text().strip().splitlines()[1:]
+
+
+def test_search_latency_from_the_benchmark_file(tmp_path):
+    bench = tmp_path / "peers.json"
+    bench.write_text(json.dumps({"search": [
+        {"condition": "mem0", "stored": 1000, "search_p50_ms": 5.0, "search_p95_ms": 9.0},
+        {"condition": "mem0", "stored": 10000, "search_p50_ms": 7.0, "search_p95_ms": 12.0}]}))
+    table = search_latency(bench)
+    assert table.loc["mem0", ("search_p95_ms", 10000)] == 12.0
