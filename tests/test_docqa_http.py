@@ -65,3 +65,25 @@ def test_a_failed_query_is_reported_not_raised(client):
     body = http.post("/docqa/ask", json={"text": "Which sensors keep balance?"}).json()
     assert body["query"]["status"] == "FAILED" and body["response"] is None
     assert "StructuredOutputError" in body["error"]
+
+
+def test_the_agent_server_mounts_docqa_behind_its_token(tmp_path):
+    """``memlab serve``'s app (extra_routers) answers /docqa/ask from the ingested folder,
+    and only with the bearer token when one is set."""
+    from memlab.config import get_settings
+    from memlab.server import SessionManager, create_app, extra_routers
+
+    embedder = HashingEmbedder()
+    DocumentQA.from_settings(None, embedder, tmp_path / "docs").ingest(SAMPLE)
+    llm = FakeLLM([json.dumps({"answer": "An IMU in the pelvis.", "cited": [1]})])
+    manager = SessionManager(tmp_path / "serve", condition="rag", llm=llm, embedder=embedder)
+    app = create_app(manager, settings=get_settings(api_token="s3cret"),
+                     routers=extra_routers(llm=llm, embedder=embedder, workdir=tmp_path / "serve",
+                                           docs=tmp_path / "docs"))
+    http = TestClient(app)
+    question = {"text": "Which sensors keep balance?"}
+    assert http.post("/docqa/ask", json=question).status_code == 401
+    reply = http.post("/docqa/ask", json=question, headers={"Authorization": "Bearer s3cret"})
+    assert reply.status_code == 200
+    assert reply.json()["response"]["content"] == "An IMU in the pelvis."
+    assert http.get("/docqa", headers={"Authorization": "Bearer s3cret"}).json()["chunks"] > 0

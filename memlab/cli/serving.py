@@ -18,6 +18,8 @@ and its own memory under WORKDIR/sessions/<id>/; sessions never see each other's
   DELETE /sessions/{id}             forget the session (its memory and journal)
   GET    /sessions/{id}/memory      what it stored (?query=... adds what it recalls)
   POST   /turn                      the seed's BenchmarkTurnPayload, on a default session
+  POST   /docqa/ask                 {"text", "user_id"?, "session_id"?}: document QA (seed 001)
+                                    over the chunks `memlab docqa ingest` stored in --docs
 
 A turn is acknowledged (200) only once it is stored and journaled (fsync). SIGTERM finishes the
 requests in flight, then exits. Beyond loopback MEMLAB_API_TOKEN is required (bearer token).
@@ -48,6 +50,9 @@ def register(commands) -> dict:
     serve.add_argument("--port", type=port, default=8765, help="TCP port (default 8765)")
     serve.add_argument("--workdir", default="results/serve",
                        help="folder of the sessions' journals and stores (default results/serve)")
+    serve.add_argument("--docs", default="results/docqa",
+                       help="docqa workdir that POST /docqa/ask answers from (default "
+                            "results/docqa, where `memlab docqa ingest` stores chunks)")
     add_model_options(serve)
     return {"goodai-rescore": cmd_goodai_rescore, "serve": cmd_serve}
 
@@ -67,5 +72,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
     writable_folder(args.workdir, "--workdir")  # a file there is the user's mistake: exit 2
     serve(condition=args.condition, llm=lab.make_llm(args.llm, args.llm_model),
           embedder=lab.make_embedder(args.embedder), workdir=args.workdir, host=args.host,
-          port=args.port)
+          port=args.port, docs=args.docs)
     return 0

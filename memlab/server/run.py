@@ -19,9 +19,18 @@ from memlab.server.app import create_app
 from memlab.server.sessions import SessionManager
 
 
-def extra_routers(*, llm: Any, embedder: Any, workdir: Path) -> list[APIRouter]:
-    """Routers mounted beside the session routes, behind the same token: one line each."""
-    return []
+def extra_routers(*, llm: Any, embedder: Any, workdir: Path,
+                  docs: str | Path | None = None) -> list[APIRouter]:
+    """Routers mounted beside the session routes, behind the same token: one line each.
+
+    Document QA (seed 001) answers from the chunks ``memlab docqa ingest`` stored in ``docs``
+    (default ``<workdir>/docqa``).
+    """
+    from memlab.docqa import DocumentQA
+    from memlab.docqa_http import docqa_router
+
+    docs = Path(docs) if docs is not None else Path(workdir) / "docqa"
+    return [docqa_router(DocumentQA.from_settings(llm, embedder, docs))]
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -44,7 +53,8 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve(*, condition: str, llm: Any, embedder: Any, workdir: str | Path,
-          host: str = "127.0.0.1", port: int = 8765, settings: Settings | None = None) -> None:
+          host: str = "127.0.0.1", port: int = 8765, settings: Settings | None = None,
+          docs: str | Path | None = None) -> None:
     """Serve sessions of ``condition`` (the default) until SIGTERM or Ctrl-C.
 
     Raises:
@@ -60,7 +70,8 @@ def serve(*, condition: str, llm: Any, embedder: Any, workdir: str | Path,
     sock = bind(host, port)
     manager = SessionManager(workdir, condition=condition, llm=llm, embedder=embedder)
     app = create_app(manager, settings=settings,
-                     routers=extra_routers(llm=llm, embedder=embedder, workdir=workdir))
+                     routers=extra_routers(llm=llm, embedder=embedder, workdir=workdir,
+                                           docs=docs))
     config = uvicorn.Config(app, log_level="warning", timeout_keep_alive=5,
                             timeout_graceful_shutdown=int(settings.server_deadline_s) + 5)
     url = f"http://{host}:{sock.getsockname()[1]}"
