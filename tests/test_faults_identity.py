@@ -4,6 +4,7 @@ OpenAI-compatible server's URL, the prompt, template and grammar versions, the e
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 from pathlib import Path
 
@@ -126,7 +127,8 @@ def test_every_prompt_constant_is_in_the_prompt_versions():
                     continue
                 name = node.targets[0].id
                 if name.endswith(("_PROMPT", "_HEADER", "_TEMPLATE")):
-                    value = ast.literal_eval(node.value)
+                    module = ".".join(source.relative_to(ROOT).with_suffix("").parts)
+                    value = getattr(importlib.import_module(module), name)
                     if value not in texts:
                         missing.append(f"{source.relative_to(ROOT)}:{name}")
     assert missing == []

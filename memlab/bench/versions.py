@@ -53,14 +53,23 @@ def _structured_texts() -> list[str]:
 
 def _scoring_texts() -> list[str]:
     from memlab.bench.scoring import JUDGE_PROMPT
+    from memlab.bench.suites import judges
 
-    return [JUDGE_PROMPT]
+    return [JUDGE_PROMPT, judges.MEM0_PROMPT, judges.LONGMEMEVAL_ABSTENTION,
+            *judges.LONGMEMEVAL_PROMPTS.values()]
+
+
+def _suite_texts() -> list[str]:
+    from memlab.bench.suites import locomo
+
+    return [locomo.INTRO, locomo.QA_PROMPT, locomo.QA_PROMPT_CAT_5, locomo.TEMPORAL_HINT,
+            locomo.NOT_MENTIONED]
 
 
 # The texts memlab sends to a model, by part (agent, memory, structured output, scoring).
 PROMPT_TEXTS: dict[str, Callable[[], list[str]]] = {
     "agent": _agent_texts, "memory": _memory_texts, "structured": _structured_texts,
-    "scoring": _scoring_texts}
+    "scoring": _scoring_texts, "suites": _suite_texts}
 
 
 def prompt_versions() -> dict[str, str]:
