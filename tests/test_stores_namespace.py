@@ -101,3 +101,32 @@ def test_an_ad_hoc_memory_reopened_on_its_folder_finds_its_history(tmp_path, ser
     other = MEMORIES.create("full_context", scope=Scope(user_id="u1", agent_id="full_context"),
                             llm=memory_llm(), workdir=tmp_path / "elsewhere")
     assert other.recall("?").history == []
+
+
+@pytest.mark.parametrize("condition", ["sleep", "hybrid"])
+def test_a_server_session_leaves_nothing_on_the_servers(tmp_path, servers, condition):
+    """A session's memory on Redis / SQL / chroma is purged when the session is deleted, and the
+    previous process's copy when a restarted server rebuilds the session from its journal."""
+    from memlab.models.api import ObserveRequest, SessionCreate
+    from memlab.server import SessionManager
+    from memlab.server.sessions import Ticket
+
+    def manager():
+        return SessionManager(tmp_path, condition=condition, llm=memory_llm(),
+                              embedder=HashingEmbedder())
+
+    first = manager()
+    info = first.create(SessionCreate(user_id="u1"))
+    session = first.get(info.id)
+    for fact in FACTS:
+        first.observe(session, ObserveRequest(user=fact, assistant="Noted."), Ticket())
+    old = session.namespace
+    assert sum(on_servers(old, servers).values()) > 0  # positive control: it did store there
+    first.close()
+    second = manager()  # a restarted server: the session is rebuilt from its journal
+    rebuilt = second.get(info.id)
+    assert rebuilt.namespace != old
+    assert on_servers(old, servers) == {"redis keys": 0, "sql rows": 0, "collections": 0}
+    second.delete(info.id)
+    assert on_servers(rebuilt.namespace, servers) == {"redis keys": 0, "sql rows": 0,
+                                                      "collections": 0}

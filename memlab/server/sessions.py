@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from memlab.agent import Agent, TurnTrace
 from memlab.bench.runlog import JsonlWriter, read_jsonl, write_json_atomic
 from memlab.errors import ConfigError, MemlabError, fields_message
+from memlab.memory._backends import purge_namespace
 from memlab.memory.base import MEMORIES, Scope
 from memlab.models import utc_now
 from memlab.models.api import (
@@ -40,6 +41,7 @@ from memlab.models.api import (
     StoredTurn,
     TurnRequest,
 )
+from memlab.stores.base import run_namespace
 
 META, JOURNAL, STORES = "session.json", "journal.jsonl", "stores"
 DEFAULT_SESSION = "default"
@@ -79,6 +81,7 @@ class Session:
     folder: Path
     agent: Agent
     journal: JsonlWriter
+    namespace: str = ""  # where its memory lives on Redis / chroma / SQL servers
     lock: threading.Lock = field(default_factory=threading.Lock)
     closed: bool = False
 
@@ -165,6 +168,7 @@ class SessionManager:
             (session.folder / META).unlink()  # from now on no request can find or rebuild it
         with session.lock:  # waits for the session's work in progress
             self._close(session)
+            purge_namespace(session.namespace)
             shutil.rmtree(session.folder, ignore_errors=True)
 
     def count(self) -> int:
@@ -253,11 +257,13 @@ class SessionManager:
     # ----------------------------------------------------------------- parts
     def _open(self, info: SessionInfo, folder: Path, *, incarnation: int) -> Session:
         scope = Scope(user_id=info.user_id, agent_id=f"{info.agent_id}/{info.id}/{incarnation}")
+        workdir = folder / STORES / str(incarnation)
+        namespace = run_namespace(workdir)
         memory = MEMORIES.create(info.condition, scope=scope, llm=self.llm,
                                  embedder=self.embedder, config=info.options,
-                                 workdir=folder / STORES / str(incarnation))
+                                 workdir=workdir, namespace=namespace)
         agent = Agent(memory, self.llm)
-        return Session(info=info, folder=folder, agent=agent,
+        return Session(info=info, folder=folder, agent=agent, namespace=namespace,
                        journal=JsonlWriter(folder / JOURNAL))
 
     def _restore(self, session_id: str) -> Session:
@@ -267,6 +273,8 @@ class SessionManager:
         meta = json.loads((folder / META).read_text(encoding="utf-8"))
         incarnation = int(meta.pop("incarnation", 0)) + 1
         write_json_atomic(folder / META, {**meta, "incarnation": incarnation})
+        # the previous process's memory is rebuilt from the journal: its server-side copy goes
+        purge_namespace(run_namespace(folder / STORES / str(incarnation - 1)))
         shutil.rmtree(folder / STORES, ignore_errors=True)
         records = read_jsonl(folder / JOURNAL, repair=True)
         session = self._open(SessionInfo.model_validate(meta), folder, incarnation=incarnation)
