@@ -472,3 +472,22 @@ def test_memory_ids_do_not_depend_on_uuid4_drawn_by_libraries(tmp_path):
             for name, llm in (("paid", UuidDrawingLLM([fake_reply])), ("cached", FakeLLM([fake_reply])))]
     ids = [[t["memory_ids"] for t in read_jsonl(r / "turns.jsonl")] for r in runs]
     assert any(ids[0]) and ids[0] == ids[1]
+
+
+def test_full_context_is_sized_to_the_answering_model_not_the_memory_model(tmp_path):
+    """The paper answers with a long-window model and runs memory calls on a small one:
+    full_context's history goes to the answering model, so its budget is that model's window
+    (it kept only the memory model's 4,096 tokens before); other conditions keep the memory
+    model for their own calls."""
+    from memlab.bench.runner import default_agent_factory
+    from memlab.memory.base import Scope
+
+    answering, memory_model = FakeLLM(context_window=32768), FakeLLM(context_window=4096)
+    agents = {c: default_agent_factory(c, llm=answering, memory_llm=memory_model,
+                                       embedder=HashingEmbedder(), workdir=tmp_path / c,
+                                       scope=Scope(user_id="u", agent_id=c))
+              for c in ("full_context", "hybrid")}
+    assert agents["full_context"].memory.budget == 32768 - 1024
+    assert agents["hybrid"].memory.llm is memory_model
+    for agent in agents.values():
+        agent.memory.close()

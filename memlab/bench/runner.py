@@ -91,7 +91,8 @@ def default_agent_factory(condition: str, *, llm: Any, embedder: Any, workdir: P
     """The condition's memory (``MEMORIES.create``, its own calls on ``memory_llm``, its
     server-side stores under the run's ``namespace``) behind a default Agent answering with
     ``llm``."""
-    memory = MEMORIES.create(condition, scope=scope, llm=memory_llm or llm, embedder=embedder,
+    own = llm if MEMORIES.resolve(condition).sized_to_answering_model else memory_llm or llm
+    memory = MEMORIES.create(condition, scope=scope, llm=own, embedder=embedder,
                              workdir=workdir, namespace=namespace)
     return Agent(memory, llm)
 

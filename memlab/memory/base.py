@@ -151,6 +151,9 @@ class MemorySystem(ABC):
     uses_evidence: ClassVar[bool] = False
     # The context window the memory's own model needs (None: the configured one will do).
     memory_context_window: ClassVar[int | None] = None
+    # Whether the memory sizes what it recalls to the answering model's window and tokenizer
+    # (full_context): it is then given the answering model, not the memory model.
+    sized_to_answering_model: ClassVar[bool] = False
 
     def __init__(self, scope: Scope, *, llm: LLMClient | None = None,
                  embedder: Embedder | None = None, workdir: Path | None = None,

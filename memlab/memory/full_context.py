@@ -49,6 +49,7 @@ class FullContextMemory(MemorySystem):
 
     key = "full_context"
     Config = FullContextConfig
+    sized_to_answering_model = True  # the history must fit the window of the model it goes to
 
     def __init__(self, *args, operating=None, **kwargs):
         super().__init__(*args, **kwargs)
