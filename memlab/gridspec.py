@@ -188,11 +188,9 @@ QUICK = GridSpec(
     name="quick", suites=PAPER_SUITES, **PAPER_MODELS,
     description=("Every condition on both suites (make paper): LTM at a 1k-token span, 3 "
                  "examples of 8 test types; a persona history of 5 topics (45 questions); "
-                 "24 tests answered per suite by the 1.5B model; 1 more seed for evidence "
+                 "24 tests answered per suite by the 1.5B model; 2 more seeds for evidence "
                  "recall; Table 2 on the sleep condition."),
-    # a second evidence seed (3 in all) costs about 30 min more on 2 cores: the memory
-    # conditions (sleep, hybrid, episodic_summary) pay their own model calls on every history
-    spans={"ltm": [1000], "persona": [4000]}, seeds=[0], evidence_seeds=[1],
+    spans={"ltm": [1000], "persona": [4000]}, seeds=[0], evidence_seeds=[1, 2],
     answered={"ltm": 24, "persona": 24}, needle_replies="scripted",
     suite_options={"ltm": {"examples": 3, "types": LTM_TYPES}, "persona": {"n_topics": 5}},
 )
