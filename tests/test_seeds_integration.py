@@ -25,12 +25,21 @@ pytestmark = pytest.mark.integration
 DATA = Path(__file__).resolve().parent.parent / "data"
 
 
-@pytest.fixture(scope="module")
-def small_llm():
+def local_llm(size: str):
     try:
-        return lab.make_llm("local", "0.5b", llm_cache=False)
+        return lab.make_llm("local", size, llm_cache=False)
     except MissingDependencyError as exc:
         require_or_skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def small_llm():
+    return local_llm("0.5b")
+
+
+@pytest.fixture(scope="module")
+def medium_llm():
+    return local_llm("1.5b")
 
 
 # --- seed 003: every Director decision is valid at the first try under its grammar -----------
@@ -67,8 +76,10 @@ def test_director_replies_of_every_round_are_valid_first_time(small_llm):
 
 
 # --- seed 004 -----------------------------------------------------------------------------------
-def test_taskforce_solves_an_arithmetic_mission(small_llm, tmp_path, minilm):
-    agent = lab.make_taskforce(tmp_path / "tf", llm=small_llm, embedder=minilm)
+def test_taskforce_solves_an_arithmetic_mission(medium_llm, tmp_path, minilm):
+    """On the 1.5B tier: the 0.5B solves 3 of the 10 shipped missions
+    (benchmarks/results/taskforce.json) and fails this one's second step on some runs."""
+    agent = lab.make_taskforce(tmp_path / "tf", llm=medium_llm, embedder=minilm)
     result = agent.run("Compute 12 * 3, then add 6 to the result.", user_id="it")
     assert result.succeeded, (result.error, result.answers)
     assert "42" in " ".join(str(a) for a in result.answers.values())
