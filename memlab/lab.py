@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.bench.base import SUITES, Suite
-from memlab.bench.spec import RunSpec
+from memlab.bench.spec import RunSpec, window_for_span
 from memlab.config import get_settings
 from memlab.memory.base import MEMORIES, Scope
 from memlab.report.views import (  # noqa: F401 - re-exported for notebooks
@@ -58,14 +58,15 @@ def make_llm(llm: str | None = None, model: str | None = None, **kwargs: Any):
     return get_llm(name, **kwargs)
 
 
-def make_models(spec: RunSpec) -> tuple[Any, Any]:
-    """The answering model (window sized to the run) and the memory's own model of ``spec``
-    (window: the configured one, or what the condition needs, ``memory_context_window``).
+def make_models(spec: RunSpec, window: int | None = None) -> tuple[Any, Any]:
+    """The answering model (window sized to the run, or ``window``) and the memory's own model
+    of ``spec`` (window: the configured one, or what the condition needs,
+    ``memory_context_window``).
 
     The memory model is the answering client itself when both name the same model.
     """
     settings = get_settings()
-    answering = make_llm(spec.llm, spec.llm_model, n_ctx=spec.window)
+    answering = make_llm(spec.llm, spec.llm_model, n_ctx=window or spec.window)
     provider = spec.memory_llm or settings.memory_llm or spec.llm
     model = spec.memory_llm_model or settings.memory_llm_model
     if model is None:
@@ -104,9 +105,35 @@ def run(spec: RunSpec, results_dir: str | Path | None = None, *, llm: Any = None
     memory_llm = llm
     if llm is None:
         llm, memory_llm = make_models(spec)
+    suite = build_suite(spec, llm)
+    if (spec.n_ctx is None and suite.whole_history
+            and MEMORIES.resolve(spec.condition).sized_to_answering_model):
+        needed = window_for_conversation(suite, llm)
+        if needed > llm.context_window:  # the conversation came out longer than its span
+            llm, memory_llm = make_models(spec, window=needed)
     embedder = embedder or make_embedder(spec.embedder)
-    return run_spec(spec, suite=build_suite(spec, llm), llm=llm, memory_llm=memory_llm,
+    return run_spec(spec, suite=suite, llm=llm, memory_llm=memory_llm,
                     embedder=embedder, results_dir=results_dir, progress=progress)
+
+
+def window_for_conversation(suite: Suite, llm: Any, *, reply_tokens: int = 128) -> int:
+    """The window that holds ``suite``'s whole stored conversation as a chat history:
+    ``window_for_span`` of its tokens in ``llm``'s tokenizer, each exchange with its chat-format
+    overhead (``FullContextConfig.turn_overhead_tokens``) and, where the model writes the
+    reply, ``reply_tokens`` (the Agent's reply limit).
+
+    A span counts the conversation's text; a persona history at span 4,000 holds about 250
+    exchanges, whose chat format adds 2,000 tokens, so a window sized to the span alone cut
+    its oldest turns in every full_context answer. Used for suites whose questions may need
+    any turn (``Suite.whole_history``).
+    """
+    from memlab.memory.full_context import FullContextConfig
+
+    overhead = FullContextConfig().turn_overhead_tokens
+    tokens = sum(llm.count_tokens(event.text) + overhead
+                 + (reply_tokens if event.reply is None else llm.count_tokens(event.reply))
+                 for event in suite.events() if event.store)
+    return window_for_span(tokens)
 
 
 def run_condition(condition: str, suite: str, span: int, seed: int = 0, *,

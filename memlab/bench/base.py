@@ -104,10 +104,14 @@ class Suite(ABC):
     Attributes:
         name: the suite's key in ``SUITES``.
         options: the keyword arguments a RunSpec's ``suite_options`` may set.
+        whole_history: a question may need any earlier turn, so full_context's window must hold
+            the whole stored conversation in chat format (``memlab.lab.window_for_conversation``),
+            not only the span. False (LTM): a test's evidence lies within its memory span.
     """
 
     name: str = "suite"
     options: ClassVar[tuple[str, ...]] = ()
+    whole_history: ClassVar[bool] = False
 
     @classmethod
     def build(cls, *, span: int, seed: int = 0, llm: Any = None,

@@ -59,6 +59,7 @@ class PersonaSuiteBase(Suite):
     """Scoring shared by the generated and the loaded persona suites."""
 
     name = "persona"
+    whole_history = True  # a question may ask about any session of the history
     persona: str = ""
 
     def score(self, responses: dict[int, Response]) -> list[TestScore]:

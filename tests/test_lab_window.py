@@ -1,0 +1,64 @@
+"""full_context's window holds the whole persona history, chat format included.
+
+A persona history is generated to its span in text tokens; as a chat it is longer (about 250
+exchanges with their format at span 4,000), and a window sized to the span alone cut the oldest
+turns from every full_context answer of the quick paper (24 of 24), so full_context was no
+upper bound there.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memlab import lab
+from memlab.bench.spec import RunSpec, window_for_span
+from memlab.llm.fake import FakeLLM
+
+
+@pytest.fixture
+def windows(monkeypatch):
+    """lab.make_llm builds FakeLLMs with the window asked for; the windows asked, in order."""
+    asked: list[int] = []
+
+    def make_llm(llm=None, model=None, **kwargs):
+        asked.append(kwargs.get("n_ctx"))
+        return FakeLLM(default="A", context_window=kwargs.get("n_ctx") or 4096)
+
+    monkeypatch.setattr(lab, "make_llm", make_llm)
+    return asked
+
+
+def _spec(suite: str, condition: str, span: int, **fields) -> RunSpec:
+    return RunSpec(suite=suite, condition=condition, span=span, llm="fake", embedder="hashing",
+                   **fields)
+
+
+def test_the_window_counts_every_stored_exchange_with_its_chat_format():
+    spec = _spec("persona", "full_context", 1500)
+    llm = FakeLLM()
+    suite = lab.build_suite(spec, llm)
+    stored = [e for e in suite.events() if e.store]
+    text = sum(len(e.text.split()) + len((e.reply or "").split()) for e in stored)
+    assert lab.window_for_conversation(suite, llm) == window_for_span(text + 8 * len(stored))
+    assert lab.window_for_conversation(suite, llm) > spec.window
+
+
+def test_a_persona_full_context_run_keeps_the_whole_history(tmp_path, windows):
+    spec = _spec("persona", "full_context", 1500, answered=3)
+    run_dir = lab.run(spec, tmp_path, progress=False)
+    turns = [json.loads(line) for line in (run_dir / "turns.jsonl").read_text().splitlines()]
+    questions = [t for t in turns if t["kind"] == "question" and t["answered"]]
+    assert questions and all(t["truncated_turns"] == 0 for t in questions)
+    assert windows[-1] > spec.window
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["llm"]["context_window"] == windows[-1]
+
+
+@pytest.mark.parametrize(("suite", "condition"), [("ltm", "full_context"), ("persona", "rag")])
+def test_other_runs_keep_the_window_of_their_span(tmp_path, windows, suite, condition):
+    """LTM's evidence lies within its memory span; other conditions' prompts are short."""
+    spec = _spec(suite, condition, 1000, answered=0)
+    lab.run(spec, tmp_path, progress=False)
+    assert windows == [spec.window]
