@@ -55,7 +55,8 @@ def _host(value: Any) -> str | None:
 
 
 def _audit(event: str, args: tuple) -> None:
-    if not _Guard.depth or event not in {"socket.connect", "socket.sendto",
+    guard = _Guard  # None while the interpreter shuts down (the hook outlives the module)
+    if guard is None or not guard.depth or event not in {"socket.connect", "socket.sendto",
                                          "socket.getaddrinfo"}:
         return
     target = args[0] if event == "socket.getaddrinfo" else args[1]
@@ -64,7 +65,7 @@ def _audit(event: str, args: tuple) -> None:
     host = _host(target)
     if host is None or is_loopback(host):
         return
-    _Guard.blocked.append(f"{event} {target!r}")
+    guard.blocked.append(f"{event} {target!r}")
     raise NetworkBlockedError(f"blocked {event} to {target!r}: only loopback is allowed here")
 
 

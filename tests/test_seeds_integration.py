@@ -25,12 +25,21 @@ pytestmark = pytest.mark.integration
 DATA = Path(__file__).resolve().parent.parent / "data"
 
 
-@pytest.fixture(scope="module")
-def small_llm():
+def local_llm(size: str):
     try:
-        return lab.make_llm("local", "0.5b", llm_cache=False)
+        return lab.make_llm("local", size, llm_cache=False)
     except MissingDependencyError as exc:
         require_or_skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def small_llm():
+    return local_llm("0.5b")
+
+
+@pytest.fixture(scope="module")
+def medium_llm():
+    return local_llm("1.5b")
 
 
 # --- seed 003: every Director decision is valid at the first try under its grammar -----------
@@ -100,8 +109,10 @@ def test_a_cr_retry_asks_two_pairs_and_gets_a_valid_reply_first_time(small_llm):
 
 
 # --- seed 004 -----------------------------------------------------------------------------------
-def test_taskforce_solves_an_arithmetic_mission(small_llm, tmp_path, minilm):
-    agent = lab.make_taskforce(tmp_path / "tf", llm=small_llm, embedder=minilm)
+def test_taskforce_solves_an_arithmetic_mission(medium_llm, tmp_path, minilm):
+    """On the 1.5B tier: the 0.5B solves 3 of the 10 shipped missions
+    (benchmarks/results/taskforce.json) and fails this one's second step on some runs."""
+    agent = lab.make_taskforce(tmp_path / "tf", llm=medium_llm, embedder=minilm)
     result = agent.run("Compute 12 * 3, then add 6 to the result.", user_id="it")
     assert result.succeeded, (result.error, result.answers)
     assert "42" in " ".join(str(a) for a in result.answers.values())
@@ -128,15 +139,23 @@ def test_lessons_come_by_meaning_and_stay_with_their_user(tmp_path, minilm):
 
 
 def history_rows(db: Path) -> list[tuple]:
+    """The recorded steps ([] while the run is still creating its tables)."""
     with sqlite3.connect(db) as conn:
-        return conn.execute("select session_id, step_id from execution_history").fetchall()
+        try:
+            return conn.execute("select session_id, step_id from execution_history").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            return []
 
 
 def test_kill_9_during_a_mission_then_resume_finishes_it_without_repeating_a_step(tmp_path,
-                                                                                    small_llm):
+                                                                                    medium_llm):
+    """On the 1.5B tier, as the mission test above (the 0.5B fails the mission on some runs)."""
     env = {**os.environ, "MEMLAB_CACHE_DIR": str(tmp_path / "cache")}
     command = [sys.executable, "-m", "memlab.cli", "taskforce"]
-    workdir = ["--workdir", str(tmp_path / "tf"), "--docs", str(tmp_path / "none")]
+    workdir = ["--workdir", str(tmp_path / "tf"), "--docs", str(tmp_path / "none"),
+               "--llm-model", "1.5b"]
     db = tmp_path / "tf" / "taskforce.sqlite"
     run = subprocess.Popen([*command, "run", "Compute 12 * 3, then add 6 to the result.",
                             *workdir], env=env, stdout=subprocess.PIPE, text=True)

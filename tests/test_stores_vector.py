@@ -53,6 +53,19 @@ def test_query_ranks_the_relevant_document_first(make_store):
     assert hits[0].metadata == {"turn_number": 3, "kind": "pet"}  # scope key not exposed
 
 
+@pytest.mark.parametrize("order", [("t1", "t2"), ("t2", "t1")])
+def test_identical_documents_tie_in_id_order_whatever_was_stored_first(make_store, order):
+    """Two identical exchanges tie in similarity; the hit kept at k is the lower id, however
+    they were inserted (chroma returned the first inserted, so a replay could differ)."""
+    store = make_store("alice")
+    _fill(store)
+    for doc_id in order:
+        store.add([doc_id], ["Do you think it will rain this weekend?"])
+    hits = store.query("Will it rain this weekend?", k=1)
+    assert [h.id for h in hits] == ["t1"]
+    assert [h.id for h in store.query("Will it rain this weekend?", k=2)] == ["t1", "t2"]
+
+
 def test_where_filters_on_metadata(make_store):
     store = make_store("alice")
     _fill(store)

@@ -23,10 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from memlab import notebooks
+
 pytestmark = pytest.mark.integration
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-NAMES = ["condition.ipynb", "sleep_probes.ipynb", "paper.ipynb", "tour.ipynb"]  # shipped order
+NAMES = [f"{name}.ipynb" for name in notebooks.NAMES]  # shipped order
 
 # Run by the fresh venv's python: what it imports, then condition.ipynb on the fake LLM and a
 # one-cell notebook asking the kernel which memlab it imports.

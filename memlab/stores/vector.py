@@ -158,6 +158,9 @@ def _heartbeat(base: str, url: str, timeout_s: float) -> None:
         raise StoreUnavailableError(f"chroma server at {url} unreachable: {exc}") from exc
 
 
+TIE_SLACK = 8  # extra hits fetched so that ties at the k-th place are broken by id
+
+
 class ChromaVectorStore(VectorStore):
     """chromadb-backed :class:`VectorStore` for one scope.
 
@@ -241,13 +244,18 @@ class ChromaVectorStore(VectorStore):
         )
 
     def query(self, text, k=5, where=None) -> list[VectorHit]:
+        """The ``k`` most similar documents; equal similarities ordered by id.
+
+        chroma returns either of two documents at the same distance (identical texts), so
+        ``TIE_SLACK`` more are fetched and ties are broken by id: a run is reproducible.
+        """
         if k < 1:
             raise ConfigError(f"k: must be >= 1, got {k}")
         vector = self.embedder.embed([text])
         result = self._call(
             self.collection.query,
             query_embeddings=vector,
-            n_results=k,
+            n_results=k + TIE_SLACK,
             where=_scoped_where(where),
             include=["documents", "metadatas", "distances"],
         )
@@ -258,7 +266,7 @@ class ChromaVectorStore(VectorStore):
             result["distances"][0],
             strict=True,
         )
-        return [
+        hits = [
             VectorHit(
                 id=i,
                 text=doc or "",
@@ -268,6 +276,8 @@ class ChromaVectorStore(VectorStore):
             for i, doc, meta, dist in rows
             if (meta or {}).get(SCOPE_FIELD) == self.scope
         ]
+        hits.sort(key=lambda hit: (-round(hit.similarity, 6), hit.id))
+        return hits[:k]
 
     def get(self, ids) -> list[VectorHit]:
         if not ids:
