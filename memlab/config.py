@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     max_failed_share: float = Field(
         0.0, ge=0, le=1, description="share of a run's answering calls that may fail before "
                                      "the run ends as failed (0: any failed answer fails it)")
+    decision_cr_repair: bool = Field(
+        True, description="decision debate: when the Director's CR stays above cr_threshold "
+                          "after cr_max_retries, repair its matrix (recorded) instead of stopping")
     api_token: SecretStr | None = Field(
         None, description="bearer token the agent server requires (needed beyond loopback)")
     server_deadline_s: float = Field(

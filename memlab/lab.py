@@ -269,17 +269,20 @@ def taskforce_session(agent: Any, mission: str | None = None, *, session_id: str
 
 
 def decide(input_path: str | Path, output_dir: str | Path = "results/decision", *,
-           llm: Any = None, session_id: str | None = None, on_turn: Any = None):
+           llm: Any = None, session_id: str | None = None, on_turn: Any = None,
+           cr_repair: bool | None = None):
     """The prioritisation debate (seed 003) on a UserInput JSON file; the final state.
 
     Round files and the final ranking go to ``output_dir``; a ``session_id`` whose round files
-    are there resumes after the last one.
+    are there resumes after the last one. ``cr_repair=False`` stops when round 2's CR stays
+    above the threshold (default: ``MEMLAB_DECISION_CR_REPAIR``, on: repaired and recorded).
     """
     from memlab.decision.debate import DecisionDebate
     from memlab.decision.outputs import read_user_input
 
     user = read_user_input(input_path)
-    debate = DecisionDebate(llm or make_llm(), output_dir=output_dir, on_turn=on_turn)
+    debate = DecisionDebate(llm or make_llm(), output_dir=output_dir, on_turn=on_turn,
+                            cr_repair=cr_repair)
     return debate.run(user, session_id=session_id)
 
 

@@ -43,7 +43,8 @@ def no_model_loaded(monkeypatch):
 @pytest.mark.parametrize("command, words", [
     (["docqa", "--help"], ["ingest", "PENDING -> PROCESSING", "example"]),
     (["docqa", "ask", "--help"], ["--session", "1-1000 characters"]),
-    (["decide", "--help"], ["13 turns", "TOPSIS", "sample_input.json", "--session-id"]),
+    (["decide", "--help"], ["13 turns", "TOPSIS", "sample_input.json", "--session-id",
+                             "--strict-cr", "cr_repair"]),
     (["taskforce", "--help"], ["calculator", "python", "search_documents", "resume"]),
     (["taskforce", "run", "--help"], ["--profile", "--user", "example"]),
 ])
@@ -110,6 +111,28 @@ def test_decide_bad_files(tmp_path, capsys, monkeypatch):
     assert "input: no file at missing.json" in fails(capsys, "decide", "missing.json")
     (tmp_path / "broken.json").write_text("{not json")
     assert "broken.json: not JSON" in fails(capsys, "decide", "broken.json")
+
+
+def test_decide_prints_the_cr_repair_and_strict_cr_stops_with_one_line(tmp_path, capsys,
+                                                                         monkeypatch):
+    from test_decision_debate import USER, Script
+
+    from memlab.llm.fake import FakeLLM
+
+    monkeypatch.delenv("MEMLAB_DECISION_CR_REPAIR", raising=False)
+    monkeypatch.setattr("memlab.lab.make_llm", lambda *a, **k: FakeLLM([Script(
+        inconsistent_director_tries=99, garbage_once=False)]))
+    (tmp_path / "input.json").write_text(json.dumps(USER))
+    assert cli.main(["decide", "input.json", "--out", "out", "--session-id", "c1"]) == 0
+    out = capsys.readouterr().out
+    assert ("CR repair: the Director's matrix (attempt 1) had CR 0.918; changed Salary vs "
+            "Interest 9.0 -> Interest vs Salary 2.0; Aptitude vs Impact 9.0 -> Impact vs "
+            "Aptitude 2.0; CR now 0.000") in out
+    assert (tmp_path / "out" / "final_ranking_c1.json").exists()
+    err = fails(capsys, "decide", "input.json", "--out", "out", "--session-id", "c2",
+                "--strict-cr", code=1)
+    assert "consistency_ratio: stayed above cr_threshold 0.1" in err
+    assert "resume at round 2" in err and not (tmp_path / "out" / "round2_test_c2.json").exists()
 
 
 def test_the_shipped_sample_input_validates():

@@ -60,20 +60,26 @@ def consistent_matrix():
     return out
 
 
-def cyclic_matrix():
-    # Interest > Salary > Impact > Interest, strongly: far from consistent.
+def inconsistent_matrix(intensity=9.0):
+    # two judgements turned round, strongly (CR 0.92 at 9): the rest agree with RELATIVE
     m = consistent_matrix()
-    m.pop("Interest vs Impact")
-    m.pop("Salary vs Impact", None)
-    m.pop("Impact vs Salary", None)
-    m.update({"Interest vs Salary": 9, "Salary vs Impact": 9, "Impact vs Interest": 9})
+    m.pop("Interest vs Salary")
+    m.pop("Impact vs Aptitude")
+    m.update({"Salary vs Interest": intensity, "Aptitude vs Impact": intensity})
     return m
 
 
-def judgements(matrix):
+def asked_pairs(text):
+    """The pairs a CR retry asks for (its "- A vs B: you said ..." lines)."""
+    return {frozenset(m) for m in re.findall(r"^- (.+?) vs (.+?): you said", text, re.M)}
+
+
+def judgements(matrix, pairs=None):
     """The reply's form of a seed matrix: per "A vs B" (criteria order) the favoured side."""
     out = {}
     for a, b in combinations(CRITERIA, 2):
+        if pairs is not None and frozenset((a, b)) not in pairs:
+            continue
         if f"{a} vs {b}" in matrix:
             out[f"{a} vs {b}"] = {"more_important": a, "intensity": matrix[f"{a} vs {b}"]}
         else:
@@ -82,11 +88,17 @@ def judgements(matrix):
 
 
 class Script:
-    """Routes on the first user message (round, role) and counts what it was asked."""
+    """Routes on the first user message (round, role) and counts what it was asked.
 
-    def __init__(self, *, inconsistent_director_tries=1, garbage_once=True):
+    The round 2 Director is inconsistent for its first ``inconsistent_director_tries`` answers
+    (first reply and CR retries); an inconsistent retry repeats its judgements (``retry=
+    "repeat"``) or turns them round less strongly each time (``"vary"``: 8.5, 8, ...).
+    """
+
+    def __init__(self, *, inconsistent_director_tries=1, garbage_once=True, retry="repeat"):
         self.inconsistent_left = inconsistent_director_tries
         self.garbage_left = 1 if garbage_once else 0
+        self.retry = retry
         self.cr_retries = 0
         self.reasks = 0
 
@@ -95,12 +107,22 @@ class Script:
         last = messages[-1].content
         round_no = int(re.search(r"Round (\d) of 4", first).group(1))
         role = re.search(r"Your role: (\w+)", first).group(1)
-        self.cr_retries += last.startswith("CR retry")
         self.reasks += last.startswith("That reply was not valid")
+        if "CR retry" in first:
+            self.cr_retries += 1
+            return json.dumps({"judgements": judgements(self.director_matrix(),
+                                                        asked_pairs(first))})
         if round_no == 3 and role == "proposal" and self.garbage_left:
             self.garbage_left -= 1
             return "Sure! Here are my scores: CS is great."  # not JSON: must be re-asked
         return json.dumps(self.reply(round_no, role))
+
+    def director_matrix(self):
+        if not self.inconsistent_left:
+            return consistent_matrix()
+        self.inconsistent_left -= 1
+        vary = self.retry == "vary" and self.cr_retries
+        return inconsistent_matrix(9.0 - 0.5 * self.cr_retries if vary else 9.0)
 
     def reply(self, round_no, role):
         director = role == "final_decision"
@@ -114,10 +136,7 @@ class Script:
             return {"content": "These criteria matter.", "criteria": [
                 {"name": c, "description": f"{c} fit"} for c in CRITERIA[:3]]}
         if round_no == 2:
-            matrix = consistent_matrix()
-            if director and self.inconsistent_left:
-                self.inconsistent_left -= 1
-                matrix = cyclic_matrix()
+            matrix = self.director_matrix() if director else consistent_matrix()
             return {"judgements": judgements(matrix), "content": "My comparisons.",
                     **({"reasoning": "interest first"} if director else {})}
         matrix = {m: dict(zip(CRITERIA, SCORES[m], strict=True)) for m in MAJORS}
@@ -208,11 +227,14 @@ def test_given_operating_memory_without_hook_keeps_the_event_active(tmp_path):
     assert (tmp_path / "round3_test_s1.json").exists()
 
 
-def test_cr_never_consistent_fails_after_max_retries_and_writes_no_round2(tmp_path):
-    script = Script(inconsistent_director_tries=99, garbage_once=False)
+def test_strict_cr_fails_after_max_retries_and_writes_no_round2(tmp_path):
+    script = Script(inconsistent_director_tries=99, garbage_once=False, retry="vary")
     with pytest.raises(InconsistentJudgementsError, match="consistency_ratio") as err:
-        DecisionDebate(FakeLLM([script]), output_dir=tmp_path).run(USER, session_id="s2")
+        DecisionDebate(FakeLLM([script]), output_dir=tmp_path, cr_repair=False).run(
+            USER, session_id="s2")
     assert len(err.value.ratios) == USER["settings"]["cr_max_retries"] + 1
+    assert script.cr_retries == USER["settings"]["cr_max_retries"]
+    assert all(r > 0.10 for r in err.value.ratios)
     assert (tmp_path / "round1_test_s2.json").exists()
     assert not (tmp_path / "round2_test_s2.json").exists()
 
@@ -292,7 +314,8 @@ def test_final_ranking_file_holds_round4_and_the_costs(finished):
 def test_a_debate_stopped_after_round_1_resumes_from_its_file(tmp_path):
     script = Script(inconsistent_director_tries=99, garbage_once=False)
     with pytest.raises(InconsistentJudgementsError):
-        DecisionDebate(FakeLLM([script]), output_dir=tmp_path).run(USER, session_id="s3")
+        DecisionDebate(FakeLLM([script]), output_dir=tmp_path, cr_repair=False).run(
+            USER, session_id="s3")
     round1 = (tmp_path / "round1_test_s3.json").read_text()
     llm = FakeLLM([Script(inconsistent_director_tries=0, garbage_once=False)])
     debate = DecisionDebate(llm, output_dir=tmp_path)
@@ -327,11 +350,21 @@ def test_repeated_scores_are_re_asked_once_then_kept_with_a_note(tmp_path):
         (tmp_path / round_output_filename(3, state.session_id)).read_text()))
 
 
-def test_cr_retry_names_the_values_the_weights_imply(finished):
+def test_cr_retry_asks_only_the_least_consistent_pairs_without_the_previous_reply(finished):
     *_, llm, _, _ = finished
-    feedback = [m.content for call in llm.history for m in call if m.content.startswith("CR ret")]
-    assert feedback and re.search(r"judgements that agree would be about: \w+ vs \w+: \d\.\d",
-                                  feedback[0])
+    retries = [call for call in llm.history if "CR retry" in call[-1].content]
+    assert len(retries) == 1
+    call = retries[0]
+    assert [m.role for m in call] == ["system", "user"]  # no earlier reply to copy
+    text = call[-1].content
+    assert text.startswith("Round 2 of 4") and "Your role: final_decision" in text
+    assert asked_pairs(text) == {frozenset(("Salary", "Interest")),
+                                 frozenset(("Aptitude", "Impact"))}
+    assert re.search(r"- Salary vs Interest: you said Salary 9\.0 times as important as "
+                     r"Interest; your other judgements imply Interest about \d\.\d times", text)
+    schema = text.split("JSON schema:")[-1]
+    assert "Interest vs Salary" in schema and "Impact vs Aptitude" in schema
+    assert "Interest vs Impact" not in schema and "content" not in schema
 
 
 def test_reply_schemas_enumerate_every_pair_score_and_advisor():
@@ -347,3 +380,78 @@ def test_reply_schemas_enumerate_every_pair_score_and_advisor():
     picks = json.dumps(prompt_schema(criteria_decision_model(2, ["A", "B", "C"], ["X", "Y"])))
     assert '"enum": ["A", "B", "C"]' in picks and '"enum": ["X", "Y"]' in picks
     assert '"minItems": 2, "maxItems": 2' in picks or '"maxItems": 2, "minItems": 2' in picks
+
+
+# --- a Director that stays inconsistent: the repair (default) or a stop (strict) ---------------
+def test_director_repeating_an_inconsistent_matrix_is_repaired_and_recorded(tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.delenv("MEMLAB_DECISION_CR_REPAIR", raising=False)
+    script = Script(inconsistent_director_tries=99, garbage_once=False, retry="repeat")
+    llm = FakeLLM([script])
+    debate = DecisionDebate(llm, output_dir=tmp_path)
+    state = debate.run(USER, session_id="r1")
+    given = inconsistent_matrix()
+    # one retry, which gave the same judgements back: no second retry of the same question
+    assert script.cr_retries == 1 and llm.calls == 40
+    assert debate.stats.cr_stopped_on_repeat
+    cr_given = ahp_weights(CRITERIA, given).consistency_ratio
+    assert debate.stats.cr_attempts == pytest.approx([cr_given, cr_given])
+    r2 = json.loads((tmp_path / round_output_filename(2, "r1")).read_text())
+    Round2Output.model_validate(r2)
+    repair = r2["round2_director_decision"]["cr_repair"]
+    assert repair["attempt"] == 1 and repair["director_matrix"] == given
+    assert repair["cr_before"] == pytest.approx(cr_given) and cr_given > 0.10
+    assert r2["consistency_ratio"] == pytest.approx(repair["cr_after"])
+    assert r2["consistency_ratio"] <= 0.10
+    # the two turned pairs go back to what the other four judgements say
+    assert r2["comparison_matrix"] == consistent_matrix()
+    after = ahp_weights(CRITERIA, r2["comparison_matrix"])
+    assert r2["criteria_weights"] == pytest.approx(after.criteria_weights)
+    assert state.criteria_weights == pytest.approx(after.criteria_weights)
+    changed = {k for c in repair["changed"] for k in c["before"]}
+    assert changed and changed <= set(given)
+    assert {k: v for k, v in r2["comparison_matrix"].items() if k in given and k not in changed} \
+        == {k: v for k, v in given.items() if k not in changed}
+    assert r2["round2_debate_turns"][12]["comparison_matrix"] == given  # what the Director said
+    final = json.loads((tmp_path / final_ranking_filename("r1")).read_text())
+    assert final["stats"]["cr_repair"] == repair
+    assert final["consistency_ratio"] == r2["consistency_ratio"]
+    ws = json.loads(next(tmp_path.glob("workspace_*.json")).read_text())
+    assert ws["shared_data"]["round2_cr_repair"] == repair
+    resumed = DecisionDebate(FakeLLM(), output_dir=tmp_path).run(USER, session_id="r1")
+    assert resumed.round2_director_decision.cr_repair.model_dump() == repair
+
+
+def test_strict_setting_from_the_environment_stops_as_before(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLAB_DECISION_CR_REPAIR", "0")
+    script = Script(inconsistent_director_tries=99, garbage_once=False, retry="repeat")
+    with pytest.raises(InconsistentJudgementsError, match="a retry repeated a matrix") as err:
+        DecisionDebate(FakeLLM([script]), output_dir=tmp_path).run(USER, session_id="s4")
+    assert len(err.value.ratios) == 2 and all(r > 0.10 for r in err.value.ratios)
+    assert not (tmp_path / "round2_test_s4.json").exists()
+
+
+def test_varying_retries_end_at_cr_max_retries_and_the_best_attempt_is_repaired(tmp_path):
+    script = Script(inconsistent_director_tries=99, garbage_once=False, retry="vary")
+    debate = DecisionDebate(FakeLLM([script]), output_dir=tmp_path, cr_repair=True)
+    state = debate.run(USER, session_id="v1")
+    ratios = debate.stats.cr_attempts
+    assert len(ratios) == USER["settings"]["cr_max_retries"] + 1
+    assert not debate.stats.cr_stopped_on_repeat
+    repair = state.round2_director_decision.cr_repair
+    assert repair.attempt == 1 + ratios.index(min(ratios)) and repair.attempt > 1
+    assert repair.cr_before == pytest.approx(min(ratios))
+    assert state.consistency_ratio == pytest.approx(repair.cr_after)
+    assert state.consistency_ratio <= 0.10
+
+
+def test_a_repair_that_falls_short_stops_the_debate(tmp_path, monkeypatch):
+    import memlab.decision.consistency as consistency
+
+    monkeypatch.setattr(consistency, "repair_consistency",
+                        lambda names, matrix, threshold: (matrix, ahp_weights(names, matrix), []))
+    script = Script(inconsistent_director_tries=99, garbage_once=False)
+    with pytest.raises(InconsistentJudgementsError, match="the repair reached only CR 0.9"):
+        DecisionDebate(FakeLLM([script]), output_dir=tmp_path, cr_repair=True).run(
+            USER, session_id="s5")
+    assert not (tmp_path / "round2_test_s5.json").exists()

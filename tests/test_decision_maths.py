@@ -11,12 +11,17 @@ from memlab.decision.ahp import (
     RANDOM_INDEX,
     ahp_from_matrix,
     ahp_weights,
+    implied_value,
+    judgement,
     pair_key,
     principal_eigenvector,
     reciprocal_matrix,
+    repair_consistency,
+    replace_judgements,
 )
 from memlab.decision.topsis import topsis
 from memlab.errors import ConfigError
+from memlab.models.decision import SCALE_VALUES
 
 pymcdm = pytest.importorskip("pymcdm", reason="pymcdm is a dev dependency (pip install pymcdm)")
 from pymcdm.methods import TOPSIS as PymcdmTOPSIS  # noqa: E402
@@ -182,6 +187,68 @@ def test_topsis_rejects_bad_weights(weights, message):
 def test_topsis_rejects_missing_score():
     with pytest.raises(ConfigError, match="decision_matrix: 'b' has no score"):
         topsis({"a": {"x": 1, "y": 2}, "b": {"x": 2}}, {"x": 0.5, "y": 0.5})
+
+
+# --- repairing an inconsistent matrix (round 2, after the CR retries) ---------------------------
+LIGHT = ["C1", "C2", "C3", "C4"]
+LIGHT_MATRIX = [[1, 5, 6, 7], [1 / 5, 1, 4, 6], [1 / 6, 1 / 4, 1, 4], [1 / 7, 1 / 6, 1 / 4, 1]]
+
+
+def test_implied_value_is_what_the_other_judgements_say():
+    # n = 3: without a-c, a/c is the product along a-b-c (Harker's method is exact here)
+    result = ahp_weights(list("abc"), {"a vs b": 3, "b vs c": 2.5, "c vs a": 7})
+    assert implied_value(result, "c vs a") == ("a vs c", 7.5)
+    assert implied_value(result, "a vs b") == ("b vs a", 9.0)  # b/a = 2.5 * 7, capped at 9
+    # n = 4: the turned pair is ignored; the others hold c = 2 d exactly
+    turned = {"a vs b": 2, "a vs c": 2, "a vs d": 4, "b vs c": 1, "b vs d": 2, "d vs c": 9}
+    assert implied_value(ahp_weights(list("abcd"), turned), "d vs c") == ("c vs d", 2.0)
+
+
+def test_repair_of_saaty_light_experiment_changes_the_fewest_pairs_it_needs():
+    given = as_comparisons(LIGHT, LIGHT_MATRIX)
+    assert ahp_weights(LIGHT, given).consistency_ratio > 0.10
+    matrix, result, changes = repair_consistency(LIGHT, given, 0.10)
+    assert result.consistency_ratio <= 0.10
+    assert result == ahp_weights(LIGHT, matrix)
+    changed = {frozenset(c.before.popitem()[0].split(" vs ")) for c in changes}
+    assert 1 <= len(changes) < len(given)
+    for key, value in given.items():  # pairs not reported as changed are untouched
+        if frozenset(key.split(" vs ")) not in changed:
+            assert matrix[key] == value
+    assert list(matrix) == list(given)  # each pair where it stood
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 7, 10])
+def test_repair_reaches_the_threshold_on_random_matrices_with_scale_values(n):
+    rng = np.random.default_rng(n)
+    names = [f"c{i}" for i in range(n)]
+    repaired = 0
+    for _ in range(40):
+        given = {pair_key(*((a, b) if rng.random() < 0.5 else (b, a))):
+                 float(rng.choice(SCALE_VALUES)) for a, b in itertools.combinations(names, 2)}
+        matrix, result, changes = repair_consistency(names, given, 0.05)
+        assert result.consistency_ratio <= 0.05
+        assert all(v in SCALE_VALUES for v in matrix.values())
+        assert all(judgement(matrix, k) != (k, v) for c in changes for k, v in c.before.items())
+        unchanged = len(given) - len(changes)
+        assert sum(judgement(given, k) == (k, v) for k, v in matrix.items()) == unchanged
+        repaired += bool(changes)
+    assert repaired > 0
+
+
+def test_repair_leaves_a_consistent_matrix_alone():
+    given = {"a vs b": 2.0, "a vs c": 4.0, "b vs c": 2.0}
+    assert repair_consistency(list("abc"), given, 0.10) == (given, ahp_weights(list("abc"),
+                                                                               given), [])
+
+
+def test_replace_judgements_takes_either_key_order_and_keeps_positions():
+    given = {"a vs b": 2.0, "c vs a": 5.0, "b vs c": 2.0}
+    assert list(replace_judgements(given, {"a vs c": 4.0}).items()) == [
+        ("a vs b", 2.0), ("a vs c", 4.0), ("b vs c", 2.0)]
+    assert judgement(given, "a vs c") == ("c vs a", 5.0)
+    with pytest.raises(ConfigError, match="comparison_matrix"):
+        judgement(given, "a vs d")
 
 
 @pytest.mark.parametrize("module", ["memlab.decision.ahp", "memlab.decision.personas"])

@@ -9,7 +9,9 @@ from memlab.models.decision import (
     AgentPersona,
     ConversationState,
     Criterion,
+    CRRepair,
     DebateTurn,
+    JudgementChange,
     Round1Output,
     Round2DirectorDecision,
     Round2Output,
@@ -137,13 +139,20 @@ def ranked(alt: str, rank: int, cc: float) -> dict:
 
 
 STATE = ConversationState.model_validate(full_state())
+CHANGE = JudgementChange(before={"Interest vs Salary": 9.0}, after={"Salary vs Interest": 3.0})
+REPAIR = CRRepair(attempt=2, cr_before=0.25, cr_after=0.0, changed=[CHANGE],
+                  director_matrix={"Interest vs Salary": 9.0, "Impact vs Salary": 2.5,
+                                   "Interest vs Impact": 1.0})
 SAMPLES = {
     "SessionSettings": SessionSettings(),
     "UserInput": UserInput.model_validate(user_input(strengths=["math"], weaknesses=["art"])),
     "AgentPersona": personas()[0],
     "Criterion": Criterion(name="Salary", description="d", source_agent="x", reasoning="r"),
     "DebateTurn": debate(comparison_matrix=CM)[-1],
-    "Round2DirectorDecision": Round2DirectorDecision(comparison_matrix=CM, reasoning="r"),
+    "Round2DirectorDecision": Round2DirectorDecision(comparison_matrix=CM, reasoning="r",
+                                                     cr_repair=REPAIR),
+    "JudgementChange": CHANGE,
+    "CRRepair": REPAIR,
     "Round3DirectorDecision": Round3DirectorDecision(decision_matrix=DM),
     "TopsisResult": TopsisResult.model_validate(ranked("CS", 1, 0.7)),
     "ConversationState": STATE,
@@ -479,5 +488,10 @@ MALFORMED = [
     (TopsisResult, '{"alternative": "CS"}', ("closeness_coefficient", "Field required")),
     (ConversationState, '{"session_id": "s"}', ("user_input", "Field required")),
     (Round2Output, '{"user_input": {}}', ("user_input.mbti", "Field required")),
+    (CRRepair, '{"attempt": 0, "cr_before": 0.3, "cr_after": 0.0, "director_matrix": {}, '
+               '"changed": []}', ("attempt", "greater than or equal to 1", "changed",
+                                  "at least 1 item")),
+    (JudgementChange, '{"before": {"A vs B": 10}, "after": {"A vs B": 1}}',
+     ("before", "not on the scale")),
     (UserInput, '{"mbti": ', ("Invalid JSON",)),
 ]

@@ -216,11 +216,14 @@ def test_decision_notebook_resumes_the_round_files_and_plots_weights_and_closene
     from memlab.llm.fake import FakeLLM
 
     (tmp_path / "input.json").write_text(json.dumps(USER))
-    DecisionDebate(FakeLLM([Script()]), output_dir=tmp_path / "out").run(USER, session_id="nb")
+    stubborn = Script(inconsistent_director_tries=99)  # round 2 is repaired
+    DecisionDebate(FakeLLM([stubborn]), output_dir=tmp_path / "out", cr_repair=True).run(
+        USER, session_id="nb")
     notebook = execute("decision", tmp_path, llm="fake", input_path=str(tmp_path / "input.json"),
                        output_dir=str(tmp_path / "out"), session_id="nb")
     shown = text_outputs(notebook)  # rounds 1-3 came from their files: no model was asked
     assert "GrowthCuriosityAdvocate" in shown and "Computer Science" in shown
+    assert "Salary vs Interest: 9.0" in shown and "Interest vs Salary: 2.0" in shown  # repair
     assert images(notebook) == 2  # AHP weights, TOPSIS closeness
 
 

@@ -31,7 +31,10 @@ matrix); round 4 ranks the majors by TOPSIS. INPUT.json is a UserInput (see
 data/decision/sample_input.json). Writes round{1,2,3}_test_<session>.json and
 final_ranking_<session>.json into --out and prints one line per turn (the whole turn with
 --stream or settings.enable_streaming). A run stopped after a round resumes with the same
---session-id.
+--session-id. Round 2: a consistency ratio above settings.cr_threshold is re-asked (the least
+consistent pairs) up to settings.cr_max_retries times; still above, the Director's matrix is
+repaired toward what its other judgements imply, recorded as cr_repair in the round 2 file
+(--strict-cr, or MEMLAB_DECISION_CR_REPAIR=0: stop instead).
 """
 TASKFORCE_HELP = """\
 The Taskforce ReAct agent (seed 004): plans a mission into steps, then thinks and calls one
@@ -80,6 +83,8 @@ def _add_decide(commands) -> None:
     decide.add_argument("--out", default="results/decision", help="folder of the round files")
     decide.add_argument("--session-id", default=None, help="resume (or name) a debate")
     decide.add_argument("--stream", action="store_true", help="print every turn in full")
+    decide.add_argument("--strict-cr", action="store_true",
+                        help="stop when CR stays above cr_threshold (no repair)")
     add_model_options(decide)
 
 
@@ -165,7 +170,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
     try:
         state = lab.decide(args.input, args.out, llm=llm, session_id=args.session_id,
-                           on_turn=on_turn)
+                           on_turn=on_turn, cr_repair=False if args.strict_cr else None)
     except InconsistentJudgementsError as exc:
         raise MemlabError(f"{exc}; the round 1 file is kept: rerun with the same --session-id "
                           "to resume at round 2") from None
@@ -175,9 +180,24 @@ def cmd_decide(args: argparse.Namespace) -> int:
               f"{result.closeness_coefficient:.3f}")
     weights = ", ".join(f"{c} {w:.3f}" for c, w in state.criteria_weights.items())
     print(f"criteria weights (AHP, CR {state.consistency_ratio:.3f}): {weights}")
+    repair = state.round2_director_decision.cr_repair if state.round2_director_decision else None
+    if repair is not None:
+        print(format_repair(repair))
     print(f"files: {args.out}/round{{1,2,3}}_test_{state.session_id}.json, "
           f"{args.out}/{final_ranking_filename(state.session_id)}")
     return 0
+
+
+def format_repair(repair: Any) -> str:
+    """What the CR repair changed in the Director's matrix, in one line."""
+    changed = "; ".join(f"{_judged(c.before)} -> {_judged(c.after)}" for c in repair.changed)
+    return (f"CR repair: the Director's matrix (attempt {repair.attempt}) had CR "
+            f"{repair.cr_before:.3f}; changed {changed}; CR now {repair.cr_after:.3f}")
+
+
+def _judged(one: dict[str, float]) -> str:
+    (key, value), = one.items()
+    return f"{key} {value}"
 
 
 def format_turn(round_no: int, turn: Any, info: Any, *, full: bool = False) -> str:

@@ -13,7 +13,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from memlab.errors import ConfigError
-from memlab.models.decision import pair_key
+from memlab.models.decision import JudgementChange, pair_key
 from memlab.models.decision import split_pair_key as _split_pair_key
 
 # Saaty's random consistency index RI by matrix order n (Saaty 1980, The Analytic Hierarchy Process).
@@ -133,8 +133,8 @@ def ahp_weights(criteria: list[str], comparisons: dict[str, float]) -> AHPResult
     return ahp_from_matrix(criteria, reciprocal_matrix(criteria, comparisons))
 
 
-def most_inconsistent_pairs(result: AHPResult, k: int = 2) -> list[str]:
-    """The ``k`` comparisons that deviate most from the ratios their own weights imply.
+def most_inconsistent_pairs(result: AHPResult, k: int | None = 2) -> list[str]:
+    """The ``k`` comparisons (None: all) that deviate most from the ratios their weights imply.
 
     The deviation of a_ij is ``max(r, 1/r)`` with ``r = a_ij * w_j / w_i``; it is 1 for a
     perfectly consistent judgement. Keys come back as ``"A vs B"`` with A the preferred side.
@@ -148,16 +148,95 @@ def most_inconsistent_pairs(result: AHPResult, k: int = 2) -> list[str]:
     return [key for _, key in sorted(scored, reverse=True)[:k]]
 
 
-def consistent_value(result: AHPResult, key: str) -> tuple[str, float]:
-    """The judgement on ``key``'s pair that the weights imply: ``("A vs B", v)``, A favoured, v
-    the ratio of their weights rounded to the Saaty scale (1.0-9.0 in 0.5 steps).
+def implied_value(result: AHPResult, key: str) -> tuple[str, float]:
+    """The judgement of ``key``'s pair that the other judgements imply: ``("A vs B", v)``, A
+    favoured, v on the Saaty scale (1.0-9.0 in 0.5 steps).
+
+    Harker's method for a missing comparison (Harker 1987): the pair's two entries are set to 0
+    and 1 is added to both their diagonal entries; the ratio of the two criteria's weights in
+    the principal eigenvector of that matrix is rounded to the scale.
 
     Example:
         >>> r = ahp_weights(["a", "b", "c"], {"a vs b": 2, "a vs c": 4, "b vs c": 2})
-        >>> consistent_value(r, "c vs a")
+        >>> implied_value(r, "c vs a")
+        ('a vs c', 4.0)
+        >>> implied_value(ahp_weights(["a", "b", "c"], {"a vs b": 2, "c vs a": 5, "b vs c": 2}),
+        ...               "c vs a")  # a > b > c says a is 4 times c, not c 5 times a
         ('a vs c', 4.0)
     """
     a, b = split_pair_key(key)
-    ratio = result.criteria_weights[a] / result.criteria_weights[b]
+    i, j = result.criteria.index(a), result.criteria.index(b)
+    matrix = np.array(result.matrix, dtype=float)
+    matrix[i, j] = matrix[j, i] = 0.0
+    matrix[i, i] += 1.0
+    matrix[j, j] += 1.0
+    weights = principal_eigenvector(matrix)[1]
+    ratio = weights[i] / weights[j]
     first, second, ratio = (a, b, ratio) if ratio >= 1 else (b, a, 1 / ratio)
     return pair_key(first, second), float(min(max(round(ratio * 2) / 2, 1.0), 9.0))
+
+
+def judgement(comparisons: dict[str, float], key: str) -> tuple[str, float]:
+    """The entry of ``comparisons`` for ``key``'s pair, in whichever order it was given."""
+    a, b = split_pair_key(key)
+    for name in (pair_key(a, b), pair_key(b, a)):
+        if name in comparisons:
+            return name, comparisons[name]
+    raise ConfigError(f"comparison_matrix: no judgement of {key!r}")
+
+
+def replace_judgements(comparisons: dict[str, float], updates: dict[str, float]
+                       ) -> dict[str, float]:
+    """``comparisons`` with each pair of ``updates`` replaced where it stood (key order kept)."""
+    new = {frozenset(split_pair_key(k)): (k, v) for k, v in updates.items()}
+    out = dict(new.pop(frozenset(split_pair_key(k)), (k, v)) for k, v in comparisons.items())
+    return out | dict(new.values())
+
+
+def repair_consistency(criteria: list[str], comparisons: dict[str, float], threshold: float
+                       ) -> tuple[dict[str, float], AHPResult, list[JudgementChange]]:
+    """Revise the most inconsistent judgement, one at a time, until CR <= ``threshold``.
+
+    Saaty's revision: of the comparisons furthest from the ratios of the current weights (see
+    :func:`most_inconsistent_pairs`), the first that differs from what the other judgements
+    imply (:func:`implied_value`) is set to that; the weights are recomputed and the next one
+    revised. Stops at CR <= ``threshold``, or (CR still above it: the caller checks) when no
+    judgement differs from what the others imply, a matrix comes back, or after 3 x nC2
+    revisions. Returns the matrix, its AHP result and each changed pair (the judgement before
+    and after).
+
+    Example:
+        >>> turned = {"a vs b": 2, "a vs c": 2, "a vs d": 4, "b vs c": 1, "b vs d": 2,
+        ...           "d vs c": 5}  # every other judgement has c twice d: CR 0.27
+        >>> m, r, changes = repair_consistency(["a", "b", "c", "d"], turned, 0.1)
+        >>> round(r.consistency_ratio, 3), [(c.before, c.after) for c in changes]
+        (0.0, [({'d vs c': 5.0}, {'c vs d': 2.0})])
+    """
+    matrix = dict(comparisons)
+    result = ahp_weights(criteria, matrix)
+    seen = {frozenset(matrix.items())}
+    for _revision in range(3 * len(matrix)):
+        if result.is_consistent(threshold):
+            break
+        revisions = ((judgement(matrix, key), implied_value(result, key))
+                     for key in most_inconsistent_pairs(result, k=None))
+        revision = next((new for old, new in revisions if old != new), None)
+        if revision is None:
+            break
+        matrix = replace_judgements(matrix, dict([revision]))
+        if frozenset(matrix.items()) in seen:
+            break
+        seen.add(frozenset(matrix.items()))
+        result = ahp_weights(criteria, matrix)
+    return matrix, result, changed_judgements(comparisons, matrix)
+
+
+def changed_judgements(before: dict[str, float], after: dict[str, float]
+                       ) -> list[JudgementChange]:
+    """The pairs whose judgement differs between two matrices of the same criteria."""
+    changes = []
+    for key, value in before.items():
+        new_key, new_value = judgement(after, key)
+        if (new_key, new_value) != (key, value):
+            changes.append(JudgementChange(before={key: value}, after={new_key: new_value}))
+    return changes

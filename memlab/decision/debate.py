@@ -25,10 +25,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from memlab.config import get_settings
 from memlab.decision.ahp import ahp_weights
+from memlab.decision.consistency import DIRECTOR_PHASE, CRRetries, InconsistentJudgementsError
 from memlab.decision.outputs import DebateStats, load_rounds, write_final, write_json
 from memlab.decision.personas import DIRECTOR, director_prompt, generate_personas
-from memlab.decision.prompts import cr_feedback, diversity_feedback, round_context, turn_message
+from memlab.decision.prompts import diversity_feedback, round_context, turn_message
 from memlab.decision.replies import (
     TurnReply,
     comparison_model,
@@ -37,7 +39,6 @@ from memlab.decision.replies import (
     proposal_model,
 )
 from memlab.decision.topsis import topsis
-from memlab.errors import MemlabError
 from memlab.llm.base import LLMClient, Message
 from memlab.llm.structured import complete_json_reply
 from memlab.models.decision import (
@@ -56,6 +57,9 @@ from memlab.stores.operating import OperatingMemory
 
 log = logging.getLogger(__name__)
 
+__all__ = ["DecisionDebate", "InconsistentJudgementsError", "TurnInfo", "proposed_criteria",
+           "run_debate", "turn_payload"]
+
 
 class TurnInfo(BaseModel):
     """What one turn took: wall time, model calls, JSON re-asks."""
@@ -66,14 +70,6 @@ class TurnInfo(BaseModel):
 
 
 TurnCallback = Callable[[int, DebateTurn, TurnInfo], None]
-
-
-class InconsistentJudgementsError(MemlabError):
-    """Round 2 could not reach CR <= cr_threshold within cr_max_retries; ``ratios`` lists each try."""
-
-    def __init__(self, message: str, ratios: list[float]):
-        super().__init__(message)
-        self.ratios = ratios
 
 
 class DecisionDebate:
@@ -89,12 +85,17 @@ class DecisionDebate:
         json_retries: re-asks per turn when the reply is not valid for the turn's model.
         diversity_retries: re-asks of the round 3 Director when a score is used more than 3
             times (the seed recommends, not requires, diversity: the last try is kept).
+        cr_repair: when round 2's CR is still above cr_threshold after cr_max_retries, repair
+            the Director's matrix (recorded as ``cr_repair``) instead of raising
+            InconsistentJudgementsError; default ``MEMLAB_DECISION_CR_REPAIR`` (on).
     """
 
     def __init__(self, llm: LLMClient, *, output_dir: str | Path,
                  operating: OperatingMemory | None = None, on_turn: TurnCallback | None = None,
-                 max_tokens: int = 512, json_retries: int = 2, diversity_retries: int = 1):
+                 max_tokens: int = 512, json_retries: int = 2, diversity_retries: int = 1,
+                 cr_repair: bool | None = None):
         self.llm, self.output_dir = llm, Path(output_dir)
+        self.cr_repair = get_settings().decision_cr_repair if cr_repair is None else cr_repair
         self.operating = operating or OperatingMemory(InProcessKV(), archive_hook=self._archive)
         self.on_turn, self.max_tokens, self.json_retries = on_turn, max_tokens, json_retries
         self.diversity_retries = diversity_retries
@@ -111,7 +112,8 @@ class DecisionDebate:
             pydantic.ValidationError: ``user_input`` breaks a seed rule (names the field).
             ConfigError: round files of ``session_id`` exist for another input.
             StructuredOutputError: a turn's reply stayed invalid after ``json_retries``.
-            InconsistentJudgementsError: round 2 CR stayed above the threshold.
+            InconsistentJudgementsError: round 2 CR stayed above the threshold (and
+                ``cr_repair`` is off, or the repair could not bring it within).
         """
         user = UserInput.model_validate(user_input)
         state, done = (None, 0) if session_id is None else load_rounds(
@@ -139,8 +141,10 @@ class DecisionDebate:
         self._write(1, state.round1_output(), state)
 
     def round2(self, state: ConversationState) -> None:
-        """AHP pairwise comparison with CR retries; writes ``round2_test_{session_id}.json``."""
+        """AHP pairwise comparison with CR retries (then a recorded repair when allowed);
+        writes ``round2_test_{session_id}.json``."""
         turns, decision = self._debate(state, 2)
+        decision = self._cr_retries(state).within_threshold(state, decision)
         result = ahp_weights(state.criteria_names, decision.comparison_matrix)
         state.round2_debate_turns = turns
         state.comparison_matrix = decision.comparison_matrix
@@ -189,7 +193,7 @@ class DecisionDebate:
                 reply = self._speak(state, round_no, label, speaker, kind, target, context, turns)
                 self._record(state, round_no, turns, label, speaker.name, kind, target, reply,
                              start)
-        label, start = "Phase 4: Director's final decision", time.perf_counter()
+        label, start = DIRECTOR_PHASE, time.perf_counter()
         reply = self._speak(state, round_no, label, None, DebateTurnType.FINAL_DECISION,
                             None, context, turns)
         self._record(state, round_no, turns, label, DIRECTOR, DebateTurnType.FINAL_DECISION,
@@ -207,7 +211,7 @@ class DecisionDebate:
         model = self._reply_model(state, round_no, kind, turns)
         director = kind is DebateTurnType.FINAL_DECISION
         if round_no == 2 and director:
-            return self._consistent_decision(state, messages, model)
+            return self._cr_retries(state).decide(state, messages, model)
         if round_no == 3 and director:
             return self._diverse_decision(messages, model)
         return self._ask(round_no, messages, model)
@@ -237,26 +241,10 @@ class DecisionDebate:
             return comparison_model(state.criteria_names, director=director)
         return decision_model(state.alternatives, state.criteria_names, director=director)
 
-    def _consistent_decision(self, state: ConversationState, messages: list[Message],
-                             model: type[BaseModel]) -> Any:
-        """Ask the Director until CR <= cr_threshold, re-asking up to cr_max_retries times."""
-        settings = state.user_input.settings
-        ratios: list[float] = []
-        for _attempt in range(settings.cr_max_retries + 1):
-            reply = self._ask(2, messages, model)
-            result = ahp_weights(state.criteria_names, reply.comparison_matrix)
-            ratios.append(result.consistency_ratio)
-            self.stats.cr_attempts = list(ratios)
-            self._share(state, round2_cr_attempts=ratios)
-            if result.is_consistent(settings.cr_threshold):
-                return reply
-            messages = [*messages, Message(role="assistant", content=reply.model_dump_json(
-                by_alias=True)), Message(role="user", content=cr_feedback(
-                    result, settings.cr_threshold))]
-        raise InconsistentJudgementsError(
-            f"consistency_ratio: stayed above cr_threshold {settings.cr_threshold} after "
-            f"{settings.cr_max_retries} retries (CR per attempt: "
-            f"{[round(r, 4) for r in ratios]})", ratios)
+    def _cr_retries(self, state: ConversationState) -> CRRetries:
+        return CRRetries(ask=lambda messages, model: self._ask(2, messages, model),
+                         stats=self.stats, share=lambda **values: self._share(state, **values),
+                         repair=self.cr_repair)
 
     def _diverse_decision(self, messages: list[Message], model: type[BaseModel]) -> Any:
         """The round 3 decision, re-asked while a score repeats more than 3 times (bounded)."""

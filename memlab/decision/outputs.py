@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 from memlab.errors import ConfigError, fields_message
 from memlab.models.decision import (
     ConversationState,
+    CRRepair,
     Round1Output,
     Round2Output,
     Round3Output,
@@ -42,6 +43,10 @@ class DebateStats(BaseModel):
 
     rounds: dict[int, RoundStats] = Field(default_factory=dict)
     cr_attempts: list[float] = Field(default_factory=list, description="CR of each Director try")
+    cr_stopped_on_repeat: bool = Field(
+        False, description="a CR retry gave back a matrix already tried, so retrying stopped")
+    cr_repair: CRRepair | None = Field(
+        None, description="the repair of the Director's matrix when retries left CR too high")
     repeated_scores: list[dict[float, int]] = Field(
         default_factory=list, description="scores used > 3 times, per Director round 3 try")
     resumed_after_round: int = 0

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from memlab.decision.ahp import AHPResult, consistent_value, most_inconsistent_pairs
-from memlab.models.decision import DebateTurn, DebateTurnType, UserInput
+from memlab.decision.ahp import AHPResult, implied_value, judgement
+from memlab.models.decision import DebateTurn, DebateTurnType, UserInput, split_pair_key
 
 TURN_EXCERPT_CHARS = 160
 
@@ -100,22 +100,41 @@ def _payload(turn: DebateTurn) -> str:
     return ""
 
 
+def turn_header(round_no: int, turn: int, phase: str, kind: DebateTurnType) -> str:
+    """The first line of a turn's message: round, turn, phase, role."""
+    return (f"Round {round_no} of 4: {ROUND_TASKS[round_no]}. Turn {turn} of 13 ({phase}). "
+            f"Your role: {kind.value}.")
+
+
 def turn_message(round_no: int, turn: int, phase: str, kind: DebateTurnType, targets: list[str],
                  context: str, turns: list[DebateTurn], max_criteria: int) -> str:
     """The user message for one debate turn."""
-    return (f"Round {round_no} of 4: {ROUND_TASKS[round_no]}. Turn {turn} of 13 ({phase}). "
-            f"Your role: {kind.value}.\n{context}\nDebate so far:\n{transcript(turns)}\n"
-            f"{role_instruction(round_no, kind, targets, max_criteria)}")
+    return (f"{turn_header(round_no, turn, phase, kind)}\n{context}\nDebate so far:\n"
+            f"{transcript(turns)}\n{role_instruction(round_no, kind, targets, max_criteria)}")
 
 
-def cr_feedback(result: AHPResult, threshold: float) -> str:
-    """Re-ask the Director after an inconsistent matrix, with the values its weights imply."""
-    hints = [f"{key}: {value}" for key, value in
-             (consistent_value(result, k) for k in most_inconsistent_pairs(result))]
-    return (f"CR retry: the consistency ratio of that matrix is {result.consistency_ratio:.3f}, "
-            f"above the threshold {threshold:.2f}. The least consistent judgements disagree with "
-            f"the others; judgements that agree would be about: {'; '.join(hints)}. Give every "
-            "pair again with those corrected.")
+def cr_retry_message(header: str, matrix: dict[str, float], result: AHPResult,
+                     pairs: list[str], threshold: float) -> str:
+    """Re-ask the Director for only ``pairs``, the judgements least consistent with its others.
+
+    The message stands alone (the debate's transcript and the Director's previous reply are
+    left out: shown its own reply, a small model at temperature 0 copies it).
+    """
+    said = "; ".join(f"{key}: {value}" for key, value in matrix.items())
+    lines = [f"- {key}: you said {_as_words(*judgement(matrix, key))}; your other judgements "
+             f"imply {_as_words(*implied_value(result, key), about='about ')}."
+             for key in pairs]
+    return (f"{header}\nCR retry: your judgements were {said}. Their consistency ratio is "
+            f"{result.consistency_ratio:.3f}, above the threshold {threshold:.2f}, because these "
+            "disagree with your others:\n" + "\n".join(lines) + "\nJudge only these pairs "
+            "again, so that they agree with your other judgements.\n" + SAATY_GUIDE)
+
+
+def _as_words(key: str, value: float, about: str = "") -> str:
+    a, b = split_pair_key(key)
+    if value == 1.0:
+        return f"{a} and {b} {about}equally important"
+    return f"{a} {about}{value} times as important as {b}"
 
 
 def diversity_feedback(repeats: dict[float, int]) -> str:

@@ -20,7 +20,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from memlab.models._decision_rules import SCALE_VALUES, check_scale, check_unique, split_pair_key
 from memlab.models.decision import (
     Criterion,
-    Round2DirectorDecision,
     Round3DirectorDecision,
     pair_key,
 )
@@ -163,24 +162,29 @@ class PairwiseReply(Reply):
             matrix[pair_key(first, second)] = judgement.intensity
         return matrix
 
-    def to_decision(self) -> Round2DirectorDecision:
-        return Round2DirectorDecision(comparison_matrix=self.comparison_matrix,
-                                      reasoning=getattr(self, "reasoning", "") or self.content)
 
+def comparison_model(criteria: list[str], director: bool = False,
+                     pairs: list[str] | None = None) -> type[PairwiseReply]:
+    """A reply judging exactly the nC2 pairs of ``criteria`` (``"A vs B"`` in criteria order).
 
-def comparison_model(criteria: list[str], director: bool = False) -> type[PairwiseReply]:
-    """A reply judging exactly the nC2 pairs of ``criteria`` (``"A vs B"`` in criteria order)."""
+    With ``pairs`` (``"A vs B"`` keys in either order) only those pairs are judged, with no
+    argument (a CR retry of the Director: :func:`memlab.decision.prompts.cr_retry_message`).
+    """
     keys = [pair_key(a, b) for i, a in enumerate(criteria) for b in criteria[i + 1:]]
+    if pairs is not None:
+        wanted = {frozenset(split_pair_key(k)) for k in pairs}
+        keys = [k for k in keys if frozenset(split_pair_key(k)) in wanted]
     judgements = {key: create_model(
         "Judgement", __base__=Reply, more_important=(_one_of(list(split_pair_key(key))), ...),
         intensity=(Score, Field(description="1 equal ... 9 absolutely more important")))
         for key in keys}
     fields = {f"k{i}": (model, Field(alias=key)) for i, (key, model) in
               enumerate(judgements.items())}
-    extra = {"reasoning": (Note, "")} if director else {}
+    extra = {} if pairs is not None else {
+        "content": (Content, ...), **({"reasoning": (Note, "")} if director else {})}
     return _model("PairwiseReply", PairwiseReply,
                   judgements=(create_model("Judgements", __base__=Reply, **fields), ...),
-                  content=(Content, ...), **extra)
+                  **extra)
 
 
 # --- round 3: decision matrix ------------------------------------------------------------------

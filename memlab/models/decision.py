@@ -33,33 +33,13 @@ from memlab.models._decision_rules import (
 )
 
 __all__ = [
-    "DEBATE_TURNS",
-    "MBTI_TYPES",
-    "SCALE_VALUES",
-    "AgentPersona",
-    "ComparisonMatrix",
-    "ConversationState",
-    "Criterion",
-    "DebateTurn",
-    "DebateTurnType",
-    "DecisionMatrix",
-    "Round1Output",
-    "Round2DirectorDecision",
-    "Round2Output",
-    "Round3DirectorDecision",
-    "Round3Output",
-    "SessionSettings",
-    "TopsisResult",
-    "UserInput",
-    "check_comparison_matrix",
-    "check_debate_turns",
-    "check_decision_matrix",
-    "check_weights",
-    "expected_turn_type",
-    "pair_key",
-    "repeated_scores",
-    "round_output_filename",
-    "split_pair_key",
+    "DEBATE_TURNS", "MBTI_TYPES", "SCALE_VALUES", "AgentPersona", "CRRepair",
+    "ComparisonMatrix", "ConversationState", "Criterion", "DebateTurn", "DebateTurnType",
+    "DecisionMatrix", "JudgementChange", "Round1Output", "Round2DirectorDecision",
+    "Round2Output", "Round3DirectorDecision", "Round3Output", "SessionSettings",
+    "TopsisResult", "UserInput", "check_comparison_matrix", "check_debate_turns",
+    "check_decision_matrix", "check_weights", "expected_turn_type", "pair_key",
+    "repeated_scores", "round_output_filename", "split_pair_key",
 ]
 
 ComparisonMatrix = Annotated[dict[str, float], AfterValidator(check_comparison_values)]
@@ -176,11 +156,34 @@ class DebateTurn(SeedModel):
         return [self.target] if isinstance(self.target, str) else list(self.target)
 
 
+class JudgementChange(SeedModel):
+    """One comparison a CR repair changed: ``{"A vs B": v}`` before and after."""
+
+    before: ComparisonMatrix
+    after: ComparisonMatrix
+
+
+class CRRepair(SeedModel):
+    """How round 2's matrix was repaired when cr_max_retries left CR above cr_threshold.
+
+    The Director attempt with the lowest CR was kept; its judgement furthest from the ratio of
+    its own weights was set to that ratio on the Saaty scale, one pair at a time (see
+    ``memlab.decision.ahp.repair_consistency``).
+    """
+
+    attempt: int = Field(ge=1, description="the Director attempt repaired (1 = first reply)")
+    cr_before: float = Field(ge=0.0)
+    cr_after: float = Field(ge=0.0)
+    director_matrix: ComparisonMatrix = Field(description="the Director's matrix as given")
+    changed: list[JudgementChange] = Field(min_length=1)
+
+
 class Round2DirectorDecision(SeedModel):
-    """The Director's final comparison matrix of round 2."""
+    """The Director's final comparison matrix of round 2 (``cr_repair`` when it was repaired)."""
 
     comparison_matrix: ComparisonMatrix
     reasoning: str = ""
+    cr_repair: CRRepair | None = None
 
 
 class Round3DirectorDecision(SeedModel):

@@ -1,7 +1,7 @@
 """Tables and figures of the three seed systems, for their notebooks.
 
 Seed 001: the chunks behind an answer with their similarity. Seed 003: the debate turn by turn,
-AHP weights, TOPSIS closeness. Seed 004: the plan as a dependency graph and the ReAct steps.
+AHP weights (and the CR repair, when one was made), TOPSIS closeness. Seed 004: the plan as a dependency graph and the ReAct steps.
 Every ``plot_*`` returns a matplotlib figure (closed, so a notebook shows it once: as the
 cell's value); every ``*_table`` a DataFrame.
 """
@@ -99,10 +99,25 @@ def plot_ahp_weights(state: ConversationState) -> plt.Figure:
         ax.text(value, y, f" {value:.3f}", va="center")
     ax.set_xlim(0, max(weights.max() * 1.25, 0.1))
     ax.set_xlabel("weight (principal eigenvector, sums to 1)")
-    ax.set_title(f"AHP weights, CR = {state.consistency_ratio or 0:.3f}")
+    repair = state.round2_director_decision.cr_repair if state.round2_director_decision else None
+    repaired = f" (repaired from {repair.cr_before:.3f})" if repair else ""
+    ax.set_title(f"AHP weights, CR = {state.consistency_ratio or 0:.3f}{repaired}")
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+def cr_repair_table(state: ConversationState) -> pd.DataFrame:
+    """The Director's judgements the CR repair changed (no rows: none was needed or allowed)."""
+    decision = state.round2_director_decision
+    repair = decision.cr_repair if decision else None
+    rows = [{"pair": i + 1, "Director": _one(c.before), "repaired": _one(c.after)}
+            for i, c in enumerate(repair.changed)] if repair else []
+    return pd.DataFrame(rows, columns=["pair", "Director", "repaired"]).set_index("pair")
+
+
+def _one(judgement: dict[str, float]) -> str:
+    return ", ".join(f"{key}: {value}" for key, value in judgement.items())
 
 
 def plot_topsis_closeness(state: ConversationState) -> plt.Figure:
