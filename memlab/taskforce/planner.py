@@ -29,10 +29,12 @@ PLAN_INSTRUCTION = (
     f'{MAX_PLAN_STEPS} steps numbered from 0.')
 
 PLANNER_SYSTEM = (
-    "You are the planner of a task agent. Break the mission into as few small steps as it "
-    "needs (one step when one tool call does it), each doable with one tool call, with "
-    "checkable acceptance criteria. A step lists the positions of the steps whose results it "
-    "needs in 'dependencies' (only earlier steps).")
+    "You are the planner of a task agent. Break the mission into the fewest steps that do it, "
+    "each one tool call with checkable acceptance criteria: one step when one call does it "
+    "(a whole calculation, one file write, one document search), two when a step needs "
+    "another's result (read a file, then compute with its text). Pick each step's tool as the "
+    "tool list's examples do. A step lists the positions of the steps whose results it needs "
+    "in 'dependencies' (only earlier steps). Do not add steps that check, repeat or explain.")
 
 
 class PlannedItem(BaseModel):
@@ -134,8 +136,8 @@ class Planner:
         self.reasks = 0
 
     def messages(self, mission: str, tools: str, lessons: list[Lesson]) -> list[Message]:
-        parts = [f"Mission: {mission}", f"Tools available:\n{tools}", render_lessons(lessons),
-                 "Number the steps from position 0."]
+        parts = [f"Tools available:\n{tools}", render_lessons(lessons), f"Mission: {mission}",
+                 "Plan the mission's steps, numbered from position 0."]
         return [Message(role="system", content=PLANNER_SYSTEM),
                 Message(role="user", content="\n\n".join(p for p in parts if p))]
 

@@ -25,7 +25,14 @@ from pydantic import BaseModel, Field
 from memlab.errors import ConfigError, MemlabError
 from memlab.llm.base import LLMClient, Message
 from memlab.llm.structured import complete_json_reply
-from memlab.models.taskforce import Lesson, Profile, Session, SessionStatus, TodoList
+from memlab.models.taskforce import (
+    ActionType,
+    Lesson,
+    Profile,
+    Session,
+    SessionStatus,
+    TodoList,
+)
 from memlab.taskforce.planner import Planner, render_lessons
 from memlab.taskforce.repository import TaskforceRepository
 from memlab.taskforce.session import Event, SessionRun
@@ -46,6 +53,19 @@ NEXT_STEP = ("If the last observation gives the current step's result, call fini
 STEP_INSTRUCTION = (
     'Reply with only a JSON object: {"thought": "<one sentence>", "tool": "<a tool name from '
     'the list>", "arguments": {<that tool\'s arguments by name>}}')
+ANSWER_SYSTEM = (
+    "You give a task agent's final answer to its mission from the results of the steps it "
+    "ran. Answer the mission in one short sentence; copy numbers, names and phrases exactly as "
+    "the results give them.")
+ANSWER_INSTRUCTION = 'Reply with only a JSON object: {"answer": "<the mission\'s answer>"}'
+RESULT_CHARS = 1500
+PLAN_RESULT_CHARS = 80
+
+
+class FinalAnswer(BaseModel):
+    """The mission's answer, written from the step results when the plan is done."""
+
+    answer: str = Field(min_length=1, max_length=300)
 
 
 class SessionResult(BaseModel):
@@ -57,19 +77,14 @@ class SessionResult(BaseModel):
     events: list[Event] = Field(default_factory=list)
     lessons_used: list[Lesson] = Field(default_factory=list)
     lessons_learned: list[Lesson] = Field(default_factory=list)
+    final_answer: str | None = Field(None, description="the mission's answer, written from "
+                                     "the results once every item completed")
     reasks: int = Field(0, description="invalid plan and step replies re-asked in this run")
     error: str | None = None
 
     @property
     def succeeded(self) -> bool:
         return self.session.status is SessionStatus.COMPLETED
-
-    @property
-    def final_answer(self) -> Any:
-        """The result of the (last) plan's last item in position order, None if none."""
-        if not self.answers:
-            return None
-        return self.answers[max(self.answers)]
 
 
 class TaskforceAgent:
@@ -123,7 +138,8 @@ class TaskforceAgent:
         saved = state.state_json if state else {}
         plan = self.repo.get_plan(saved["todolist_id"]) if saved.get("todolist_id") else None
         return SessionResult(session=session, todolist=plan, error=saved.get("error"),
-                             answers={int(k): v for k, v in (saved.get("answers") or {}).items()})
+                             answers={int(k): v for k, v in (saved.get("answers") or {}).items()},
+                             final_answer=saved.get("final_answer"))
 
     def stream(self, mission: str, *, user_id: str | None = None,
                profile: Profile | str = Profile.DEV) -> Generator[Event, None, SessionResult]:
@@ -154,6 +170,7 @@ class TaskforceAgent:
             log.warning("session %s failed: %s", run.session.session_id, exc)
             run.fail(f"{type(exc).__name__}: {exc}")
         return SessionResult(session=run.session, todolist=run.todolist, answers=run.answers,
+                             final_answer=run.final_answer,
                              events=run.events, lessons_used=run.lessons,
                              lessons_learned=run.learned, error=run.error,
                              reasks=self.reasks + self.planner.reasks)
@@ -167,6 +184,23 @@ class TaskforceAgent:
                                     instruction=STEP_INSTRUCTION)
         self.reasks += reply.reasks
         return to_decision(reply.value, self.toolbox)
+
+    def conclude(self, run: SessionRun) -> StepDecision:
+        """The mission's answer from every item's result (the session's ``complete``): the
+        last item's result alone was wrong when a plan added a step after the answer (the
+        0.5B summed 1..100, then computed 101) or ended on retrieved passages."""
+        parts = [f"Mission: {run.session.mission}",
+                 "Results of the steps:\n" + render_results(run.todolist, run.answers),
+                 "What is the mission's answer?"]
+        reply = complete_json_reply(self.llm, [Message(role="system", content=ANSWER_SYSTEM),
+                                               Message(role="user", content="\n\n".join(parts))],
+                                    FinalAnswer, max_retries=self.json_retries,
+                                    max_tokens=self.max_tokens, instruction=ANSWER_INSTRUCTION)
+        self.reasks += reply.reasks
+        return StepDecision(thought="Every step is done; the mission's answer from their "
+                                    "results.", tool="finish",
+                            arguments={"answer": reply.value.answer.strip()},
+                            action=ActionType.COMPLETE)
 
     def step_done(self, run: SessionRun, position: int, result: Any) -> bool:
         """Ask the model whether ``result`` (the last successful call's) completes the item:
@@ -193,12 +227,12 @@ class TaskforceAgent:
         todolist = run.todolist
         item = todolist.item(position)
         plan = "\n".join(f"{i.position}. {i.description} [{i.status.value}]"
-                         + (f" result: {run.answers[i.position]}" if i.position in run.answers
-                            else "") for i in todolist.items)
-        deps = {d: run.answers.get(d) for d in item.dependencies}
-        earlier = {p: a for p, a in run.answers.items() if p != position}
-        inputs = (f"Results of dependencies: {deps}" if deps else
-                  f"Results of earlier steps: {earlier}" if earlier else "")
+                         + (f" result: {_clip(run.answers[i.position], PLAN_RESULT_CHARS)}"
+                            if i.position in run.answers else "") for i in todolist.items)
+        needed = [d for d in item.dependencies if d in run.answers] or \
+            [p for p in run.answers if p != position]
+        inputs = ("Results this step works with:\n"
+                  + render_results(todolist, run.answers, needed)) if needed else ""
         parts = [f"Mission: {run.session.mission}", render_lessons(run.lessons),
                  f"Plan:\n{plan}",
                  f"Tools:\n{self.toolbox.describe(exclude=run.repeat_guard())}",
@@ -208,6 +242,20 @@ class TaskforceAgent:
                  NEXT_STEP if run.item_steps else ""]
         return [Message(role="system", content=REACT_SYSTEM),
                 Message(role="user", content="\n\n".join(p for p in parts if p))]
+
+
+def render_results(todolist: TodoList, answers: dict[int, Any],
+                   positions: list[int] | None = None) -> str:
+    """The results of ``positions`` (default: every answered item), one block per item with
+    its text as is: a dict's repr escaped a file's newlines and quotes."""
+    chosen = sorted(answers) if positions is None else positions
+    return "\n".join(f"step {p} ({todolist.item(p).description}):\n"
+                     f"{_clip(answers[p], RESULT_CHARS)}" for p in chosen)
+
+
+def _clip(value: Any, limit: int) -> str:
+    text = str(value).strip()
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _drain(stream: Generator[Event, None, SessionResult],

@@ -63,6 +63,7 @@ class SessionRun:
         self.item_steps: list[str] = list(saved.get("item_steps") or [])
         self.last_success: str | None = saved.get("last_success")
         self.inflight: dict[str, Any] | None = saved.get("inflight")
+        self.final_answer: str | None = saved.get("final_answer")
         self.error: str | None = None
         self.todolist: TodoList | None = (self.repo.get_plan(saved["todolist_id"])
                                           if saved.get("todolist_id") else None)
@@ -94,6 +95,8 @@ class SessionRun:
             self.replace_plan(f"step {position} ({self.todolist.item(position).description}) "
                               f"failed: {outcome}; its last observation: "
                               f"{(self.item_steps or ['none'])[-1]}")
+        if self.final_answer is None:
+            yield from self.conclude()
         self.succeed()
 
     def next_item(self) -> int | None:
@@ -132,10 +135,7 @@ class SessionRun:
     def carry_out(self, decision: StepDecision, position: int
                   ) -> Generator[Event, None, str | None]:
         """Emit the step's events, save it inflight, act, and commit the step."""
-        sid = self.session.session_id
-        yield self.emit(Thought(session_id=sid, step_id=self.step_id, content=decision.thought))
-        yield self.emit(Action(session_id=sid, step_id=self.step_id,
-                               action_type=decision.action, action_data=decision.action_data()))
+        yield from self.announce(decision)
         self.inflight = decision.model_dump(mode="json")
         self.save_state()
         outcome, observation = self.act(decision, position)
@@ -147,6 +147,23 @@ class SessionRun:
         self.inflight = None
         self.commit(decision, observation)
         return outcome
+
+    def announce(self, decision: StepDecision) -> Generator[Event, None, None]:
+        """The step's Thought and Action events."""
+        sid = self.session.session_id
+        yield self.emit(Thought(session_id=sid, step_id=self.step_id, content=decision.thought))
+        yield self.emit(Action(session_id=sid, step_id=self.step_id,
+                               action_type=decision.action, action_data=decision.action_data()))
+
+    def conclude(self) -> Generator[Event, None, None]:
+        """The mission's answer from the items' results, committed as the session's last step
+        (a crash before the commit asks the model again on resume; nothing else runs)."""
+        decision = self.agent.conclude(self)
+        yield from self.announce(decision)
+        self.final_answer = decision.arguments["answer"]
+        observation = self.observation(self.final_answer, True)
+        yield self.emit(observation)
+        self.commit(decision, observation)
 
     def act(self, decision: StepDecision, position: int) -> tuple[str | None, Observation]:
         """Carry out the action; returns (outcome or None to keep going, observation)."""
@@ -197,7 +214,7 @@ class SessionRun:
             return None
         how = "meets the acceptance criteria" if self.agent.check_results else "is its result"
         return StepDecision(thought=f"The output of {self.last_success} {how}.",
-                            tool="finish", arguments={"answer": jsonable(result.output)},
+                            tool="finish", arguments={"answer": as_result(result.output)},
                             action=ActionType.COMPLETE)
 
     def repeat_guard(self) -> tuple[str, ...]:
@@ -244,7 +261,7 @@ class SessionRun:
                 "todolist_id": self.todolist.todolist_id if self.todolist else None,
                 "current_step": self.current, "step_id": self.step_id,
                 "item_steps": self.item_steps, "last_success": self.last_success,
-                "inflight": self.inflight,
+                "inflight": self.inflight, "final_answer": self.final_answer,
                 "replans": self.replans, "error": self.error}
 
     # --- endings -------------------------------------------------------------------------------
@@ -279,6 +296,13 @@ class SessionRun:
 def observed(observation: Observation) -> str:
     text = str(observation.result) if observation.success else f"error: {observation.error}"
     return text[:OBSERVATION_CHARS]
+
+
+def as_result(value: Any) -> Any:
+    """A tool's output as an item's result: a list (search hits) one entry a line."""
+    if isinstance(value, list | tuple):
+        return "\n".join(str(v) for v in value)
+    return jsonable(value)
 
 
 def jsonable(value: Any) -> Any:

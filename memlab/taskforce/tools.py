@@ -33,6 +33,8 @@ class Tool(ABC):
         description: one line the planner and the ReAct prompt show the LLM.
         parameters: argument name -> short description.
         max_chars: argument name -> the longest value the model may write (schema maxLength).
+        example: a mission this tool does in one call, with the call (the planner and the step
+            prompt show it; a small model picked the calculator for a documents question).
         action: the seed Action type a call of this tool is.
         idempotent: running it twice with the same arguments leaves the same state (a call
             interrupted by a crash may be replayed on resume).
@@ -42,6 +44,7 @@ class Tool(ABC):
     description: str = ""
     parameters: dict[str, str] = {}
     max_chars: dict[str, int] = {}
+    example: str = ""
     action: ActionType = ActionType.TOOL_CALL
     idempotent: bool = True
 
@@ -65,7 +68,8 @@ class Tool(ABC):
 
     def describe(self) -> str:
         args = ", ".join(f"{k}: {v}" for k, v in self.parameters.items())
-        return f"{self.name}({args}) - {self.description}"
+        return f"{self.name}({args}) - {self.description}" + (
+            f". Example: {self.example}" if self.example else "")
 
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -113,9 +117,12 @@ def _eval(node: ast.AST) -> Any:
 class CalculatorTool(Tool):
     name = "calculator"
     description = ("evaluate an arithmetic expression written with the mission's numbers "
-                   "(+ - * / ** and sqrt, log, round...)")
+                   "(+ - * / ** and sqrt, log, round...); a whole calculation is one call, "
+                   "p percent of x is x * p / 100")
     parameters = {"expression": "the arithmetic expression"}
     max_chars = {"expression": 200}
+    example = ("'Take 7 times 9, then subtract 4' -> calculator(expression='7 * 9 - 4'); "
+               "'What is 20 percent of 50?' -> calculator(expression='50 * 20 / 100')")
 
     def _run(self, expression: str) -> float | int:
         return safe_eval(str(expression))
@@ -125,10 +132,12 @@ class PythonTool(Tool):
     """A Python expression evaluated in a separate, limited process (:mod:`.sandbox`)."""
 
     name = "python"
-    description = ("evaluate one Python expression (no imports, no files): lists, strings, "
-                   "sorted, sum, len, range, comprehensions")
+    description = ("evaluate one Python expression (no imports, no files): sums over ranges, "
+                   "lists, strings, sorted, len, comprehensions")
     parameters = {"expression": "the Python expression"}
     max_chars = {"expression": 300}
+    example = ("'Add up the whole numbers from 1 to 50' -> "
+               "python(expression='sum(range(1, 51))')")
 
     def __init__(self, time_limit_s: float = 5.0):
         self.time_limit_s = time_limit_s
@@ -156,9 +165,10 @@ MAX_FILE_CHARS = 100_000
 
 class FileReadTool(_SandboxTool):
     name = "file_read"
-    description = "read a text file from the workspace folder"
+    description = "read a text file of the workspace folder that the mission names"
     parameters = {"path": "file path relative to the workspace"}
     max_chars = {"path": 120}
+    example = "'Read notes.txt and count its lines' -> file_read(path='notes.txt') first"
 
     def _run(self, path: str) -> str:
         return self.resolve(path).read_text(encoding="utf-8")[:MAX_FILE_CHARS]
@@ -169,6 +179,8 @@ class FileWriteTool(_SandboxTool):
     description = "write (overwrite) a text file in the workspace folder"
     parameters = {"path": "file path relative to the workspace", "content": "the text to write"}
     max_chars = {"path": 120, "content": 1000}
+    example = ("'Put the text done in status.txt' -> "
+               "file_write(path='status.txt', content='done')")
 
     def _run(self, path: str, content: str) -> str:
         if len(content) > MAX_FILE_CHARS:
@@ -184,6 +196,7 @@ class TextSearchTool(_SandboxTool):
     description = "find lines containing a phrase (case-insensitive) in .txt/.md files"
     parameters = {"query": "the phrase to look for"}
     max_chars = {"query": 120}
+    example = "'Which notes mention the budget?' -> text_search(query='budget')"
     max_hits = 20
 
     def _run(self, query: str) -> list[str]:
@@ -211,9 +224,12 @@ class DocumentSearchTool(Tool):
     """Search over documents ingested into document QA (seed 001), by meaning; no web."""
 
     name = "search_documents"
-    description = "find the passages of the ingested documents that answer a question"
+    description = ("find the passages of the ingested documents that answer a question (for "
+                   "questions about what the documents say)")
     parameters = {"query": "what to look for, as a question or keywords"}
     max_chars = {"query": 200}
+    example = ("'Search the documents: what cools the motors?' -> "
+               "search_documents(query='what cools the motors?')")
 
     def __init__(self, retrieve: Retrieve, k: int = 3):
         self.retrieve, self.k = retrieve, k
