@@ -25,8 +25,9 @@ from memlab.models.taskforce import (
 from memlab.stores.sql import SqlStore
 from memlab.taskforce.lessons import EXTRACT_SYSTEM
 from memlab.taskforce.planner import PLANNER_SYSTEM, Planner, execution_order
-from memlab.taskforce.react import ANSWER_SYSTEM, CHECK_SYSTEM, REACT_SYSTEM, TaskforceAgent
+from memlab.taskforce.react import CHECK_SYSTEM, REACT_SYSTEM, TaskforceAgent
 from memlab.taskforce.repository import TaskforceRepository
+from memlab.taskforce.session import ANSWER_STEP
 from memlab.taskforce.tools import Toolbox
 
 MISSION = "Compute 12 * 3, add 6 to it, then divide the sum by 7."
@@ -52,7 +53,6 @@ class Script:
         self.verdicts, self.checks = list(verdicts), []
         self.planner_prompts: list[str] = []
         self.step_prompts: list[str] = []
-        self.answer_prompts: list[str] = []
 
     def __call__(self, messages):
         system, user = messages[0].content, messages[1].content
@@ -68,10 +68,6 @@ class Script:
         if system == CHECK_SYSTEM:
             self.checks.append(user)
             return self.verdicts.pop(0) if self.verdicts else "yes"
-        if system == ANSWER_SYSTEM:  # the mission's answer: the last result it is shown
-            self.answer_prompts.append(user)
-            last = user.split("Results of the steps:")[1].split("\n\n")[0].strip()
-            return json.dumps({"answer": f"The answer is {last.splitlines()[-1]}."})
         assert system == REACT_SYSTEM
         self.step_prompts.append(user)
         return json.dumps(self.step(user))
@@ -79,6 +75,10 @@ class Script:
     @staticmethod
     def step(prompt):
         position = int(re.search(r"Current step: (\d+)", prompt).group(1))
+        if f"Current step: {position}. {ANSWER_STEP}" in prompt:  # the last result is the answer
+            last = re.findall(r"step \d+ \(.*\):\n(.+)", prompt)[-1]
+            return {"thought": "Done.", "tool": "finish",
+                    "arguments": {"answer": f"The answer is {last}."}}
         seen = re.findall(r"-> (.+)", prompt.split("Observations so far:")[1])
         if seen:
             return {"thought": "The tool answered; the criteria are met.", "tool": "finish",
@@ -122,13 +122,14 @@ def test_mission_planned_into_three_dependent_items_and_executed(repo, tmp_path)
     events = []
     result = make_agent(repo, tmp_path, script).run(MISSION, on_event=events.append)
     assert result.succeeded, result.error
-    assert result.answers == {0: "36", 1: "42", 2: "6.0"}
-    assert result.final_answer == "The answer is 6.0."  # written from the results, last step
+    assert result.answers == {0: "36", 1: "42", 2: "6.0", 3: "The answer is 6.0."}
+    assert result.final_answer == "The answer is 6.0."  # the answer item's result
     plan = repo.get_plan(result.todolist.todolist_id)
     assert plan.status is PlanStatus.COMPLETED
-    assert [i.dependencies for i in plan.items] == [[], [0], [1]]
+    assert [i.dependencies for i in plan.items] == [[], [0], [1], [0, 1, 2]]
     assert all(i.status is TaskStatus.COMPLETED and i.chosen_tool == "calculator"
-               for i in plan.items)
+               for i in plan.items[:3])
+    assert plan.items[3].description == ANSWER_STEP and plan.items[3].chosen_tool == "finish"
     assert plan.items[2].execution_result.output == 6.0
     assert repo.get_session(result.session.session_id).status is SessionStatus.COMPLETED
     assert events == result.events
@@ -153,13 +154,13 @@ def test_state_versions_increase_and_history_rows_recorded(repo, tmp_path):
     result = make_agent(repo, tmp_path, Script()).run(MISSION)
     session_id = result.session.session_id
     versions = [s.version for s in repo.states(session_id)]
-    # in progress, planned, 2 per step (decision saved before acting, step committed), the
-    # mission's answer, done
-    assert versions == list(range(1, len(versions) + 1)) and len(versions) == 2 + 2 * 6 + 1 + 1
+    # in progress, planned, 2 per step (decision saved before acting, step committed), done
+    assert versions == list(range(1, len(versions) + 1)) and len(versions) == 2 + 2 * 7 + 1
     last = repo.latest_state(session_id).state_json
     assert last["status"] == "completed" and last["answers"] == {"0": "36", "1": "42",
-                                                                 "2": "6.0"}
-    assert last["inflight"] is None and last["final_answer"] == "The answer is 6.0."
+                                                                 "2": "6.0",
+                                                                 "3": "The answer is 6.0."}
+    assert last["inflight"] is None
     history = repo.history(session_id)
     assert [h.step_id for h in history] == list(range(7))
     assert [h.action for h in history] == ["calculator", "complete"] * 3 + ["complete"]
@@ -300,7 +301,7 @@ def test_garbage_from_the_model_fails_the_session_cleanly(repo, tmp_path):
     assert "StructuredOutputError" in result.error
     plan = repo.get_plan(result.todolist.todolist_id)
     assert [i.status for i in plan.items] == [TaskStatus.FAILED, TaskStatus.SKIPPED,
-                                              TaskStatus.SKIPPED]
+                                              TaskStatus.SKIPPED, TaskStatus.SKIPPED]
     assert not repo.lessons_for(MISSION)
 
 
@@ -308,7 +309,7 @@ def test_a_successful_call_finishes_its_item_without_asking_the_model(repo, tmp_
     script = Script()
     llm = FakeLLM([script])
     result = TaskforceAgent(llm, repo, Toolbox.default(tmp_path)).run(MISSION)
-    assert result.succeeded and not script.checks and len(script.step_prompts) == 3
+    assert result.succeeded and not script.checks and len(script.step_prompts) == 3 + 1
     assert llm.calls == 1 + 3 + 1 + 1  # plan, one decision per item, the answer, lessons
     finishes = [e for e in result.events if getattr(e, "action_type", None) == "complete"]
     assert [f.action_data["arguments"]["answer"] for f in finishes] == [
@@ -368,7 +369,7 @@ def test_a_failed_step_makes_one_new_plan_told_why(repo, tmp_path):
 
     script = Stubborn()
     result = TaskforceAgent(FakeLLM([script]), repo, Toolbox.default(tmp_path)).run(MISSION)
-    assert result.succeeded and result.answers == {0: "36"}
+    assert result.succeeded and result.answers == {0: "36", 1: "The answer is 36."}
     assert "step 0 (Multiply 12 by 3) failed: no result after 4 steps" in \
         script.planner_prompts[1]
     plans = repo.store.list_todolists(result.session.session_id)

@@ -12,8 +12,9 @@ from memlab.llm.fake import FakeLLM
 from memlab.models._common import IllegalStatusTransition
 from memlab.models.taskforce import Session, SessionStatus, TaskStatus
 from memlab.stores.sql import SqlStore
-from memlab.taskforce.react import ANSWER_SYSTEM, TaskforceAgent
+from memlab.taskforce.react import TaskforceAgent
 from memlab.taskforce.repository import TaskforceRepository
+from memlab.taskforce.session import ANSWER_STEP
 from memlab.taskforce.tools import CalculatorTool, Toolbox
 
 
@@ -66,7 +67,7 @@ def test_killed_while_acting_resumes_the_same_plan_and_runs_each_step_once(tmp_p
     llm = FakeLLM([Script()])
     result = agent_with(repo, tmp_path, log, llm=llm).resume(session.session_id)
     assert result.succeeded, result.error
-    assert result.answers == {0: "36", 1: "42", 2: "6.0"}
+    assert result.answers == {0: "36", 1: "42", 2: "6.0", 3: "The answer is 6.0."}
     assert log == ["12 * 3", "36 + 6", "42 / 7"]  # every expression evaluated exactly once
     history = repo.history(session.session_id)
     assert [h.step_id for h in history] == list(range(7))  # no step recorded twice
@@ -105,14 +106,15 @@ def test_killed_while_writing_the_missions_answer_resumes_with_only_the_answer(t
     script = Script()
 
     def dies_writing_the_answer(messages):
-        if messages[0].content == ANSWER_SYSTEM:
+        if f"Current step: 3. {ANSWER_STEP}" in messages[-1].content:
             raise Killed
         return script(messages)
 
     with pytest.raises(Killed):
         agent_with(repo, tmp_path, log, llm=FakeLLM([dies_writing_the_answer])).run(MISSION)
     session = only_session(repo)
-    assert repo.latest_state(session.session_id).state_json["final_answer"] is None
+    state = repo.latest_state(session.session_id).state_json
+    assert "2" in state["answers"] and "3" not in state["answers"]
     llm = FakeLLM([Script()])
     result = agent_with(repo, tmp_path, log, llm=llm).resume(session.session_id)
     assert result.succeeded and result.final_answer == "The answer is 6.0."

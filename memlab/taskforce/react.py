@@ -25,17 +25,10 @@ from pydantic import BaseModel, Field
 from memlab.errors import ConfigError, MemlabError
 from memlab.llm.base import LLMClient, Message
 from memlab.llm.structured import complete_json_reply
-from memlab.models.taskforce import (
-    ActionType,
-    Lesson,
-    Profile,
-    Session,
-    SessionStatus,
-    TodoList,
-)
+from memlab.models.taskforce import Lesson, Profile, Session, SessionStatus, TodoList
 from memlab.taskforce.planner import Planner, render_lessons
 from memlab.taskforce.repository import TaskforceRepository
-from memlab.taskforce.session import Event, SessionRun
+from memlab.taskforce.session import Event, SessionRun, answer_item
 from memlab.taskforce.steps import StepDecision, step_model, to_decision
 from memlab.taskforce.tools import Toolbox
 
@@ -53,19 +46,8 @@ NEXT_STEP = ("If the last observation gives the current step's result, call fini
 STEP_INSTRUCTION = (
     'Reply with only a JSON object: {"thought": "<one sentence>", "tool": "<a tool name from '
     'the list>", "arguments": {<that tool\'s arguments by name>}}')
-ANSWER_SYSTEM = (
-    "You give a task agent's final answer to its mission from the results of the steps it "
-    "ran. Answer the mission in one short sentence; copy numbers, names and phrases exactly as "
-    "the results give them.")
-ANSWER_INSTRUCTION = 'Reply with only a JSON object: {"answer": "<the mission\'s answer>"}'
 RESULT_CHARS = 1500
 PLAN_RESULT_CHARS = 80
-
-
-class FinalAnswer(BaseModel):
-    """The mission's answer, written from the step results when the plan is done."""
-
-    answer: str = Field(min_length=1, max_length=300)
 
 
 class SessionResult(BaseModel):
@@ -77,8 +59,8 @@ class SessionResult(BaseModel):
     events: list[Event] = Field(default_factory=list)
     lessons_used: list[Lesson] = Field(default_factory=list)
     lessons_learned: list[Lesson] = Field(default_factory=list)
-    final_answer: str | None = Field(None, description="the mission's answer, written from "
-                                     "the results once every item completed")
+    final_answer: Any = Field(None, description="the mission's answer: the result of the "
+                              "plan's answer item (see memlab.taskforce.session)")
     reasks: int = Field(0, description="invalid plan and step replies re-asked in this run")
     error: str | None = None
 
@@ -137,9 +119,9 @@ class TaskforceAgent:
         state = self.repo.latest_state(session_id)
         saved = state.state_json if state else {}
         plan = self.repo.get_plan(saved["todolist_id"]) if saved.get("todolist_id") else None
+        answers = {int(k): v for k, v in (saved.get("answers") or {}).items()}
         return SessionResult(session=session, todolist=plan, error=saved.get("error"),
-                             answers={int(k): v for k, v in (saved.get("answers") or {}).items()},
-                             final_answer=saved.get("final_answer"))
+                             answers=answers, final_answer=final_answer(plan, answers))
 
     def stream(self, mission: str, *, user_id: str | None = None,
                profile: Profile | str = Profile.DEV) -> Generator[Event, None, SessionResult]:
@@ -170,7 +152,7 @@ class TaskforceAgent:
             log.warning("session %s failed: %s", run.session.session_id, exc)
             run.fail(f"{type(exc).__name__}: {exc}")
         return SessionResult(session=run.session, todolist=run.todolist, answers=run.answers,
-                             final_answer=run.final_answer,
+                             final_answer=final_answer(run.todolist, run.answers),
                              events=run.events, lessons_used=run.lessons,
                              lessons_learned=run.learned, error=run.error,
                              reasks=self.reasks + self.planner.reasks)
@@ -184,23 +166,6 @@ class TaskforceAgent:
                                     instruction=STEP_INSTRUCTION)
         self.reasks += reply.reasks
         return to_decision(reply.value, self.toolbox)
-
-    def conclude(self, run: SessionRun) -> StepDecision:
-        """The mission's answer from every item's result (the session's ``complete``): the
-        last item's result alone was wrong when a plan added a step after the answer (the
-        0.5B summed 1..100, then computed 101) or ended on retrieved passages."""
-        parts = [f"Mission: {run.session.mission}",
-                 "Results of the steps:\n" + render_results(run.todolist, run.answers),
-                 "What is the mission's answer?"]
-        reply = complete_json_reply(self.llm, [Message(role="system", content=ANSWER_SYSTEM),
-                                               Message(role="user", content="\n\n".join(parts))],
-                                    FinalAnswer, max_retries=self.json_retries,
-                                    max_tokens=self.max_tokens, instruction=ANSWER_INSTRUCTION)
-        self.reasks += reply.reasks
-        return StepDecision(thought="Every step is done; the mission's answer from their "
-                                    "results.", tool="finish",
-                            arguments={"answer": reply.value.answer.strip()},
-                            action=ActionType.COMPLETE)
 
     def step_done(self, run: SessionRun, position: int, result: Any) -> bool:
         """Ask the model whether ``result`` (the last successful call's) completes the item:
@@ -242,6 +207,12 @@ class TaskforceAgent:
                  NEXT_STEP if run.item_steps else ""]
         return [Message(role="system", content=REACT_SYSTEM),
                 Message(role="user", content="\n\n".join(p for p in parts if p))]
+
+
+def final_answer(todolist: TodoList | None, answers: dict[int, Any]) -> Any:
+    """The result of ``todolist``'s answer item (None until it completed)."""
+    item = answer_item(todolist) if todolist is not None else None
+    return answers.get(item.position) if item is not None else None
 
 
 def render_results(todolist: TodoList, answers: dict[int, Any],

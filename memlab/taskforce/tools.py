@@ -33,8 +33,6 @@ class Tool(ABC):
         description: one line the planner and the ReAct prompt show the LLM.
         parameters: argument name -> short description.
         max_chars: argument name -> the longest value the model may write (schema maxLength).
-        example: a mission this tool does in one call, with the call (the planner and the step
-            prompt show it; a small model picked the calculator for a documents question).
         action: the seed Action type a call of this tool is.
         idempotent: running it twice with the same arguments leaves the same state (a call
             interrupted by a crash may be replayed on resume).
@@ -44,7 +42,6 @@ class Tool(ABC):
     description: str = ""
     parameters: dict[str, str] = {}
     max_chars: dict[str, int] = {}
-    example: str = ""
     action: ActionType = ActionType.TOOL_CALL
     idempotent: bool = True
 
@@ -68,8 +65,7 @@ class Tool(ABC):
 
     def describe(self) -> str:
         args = ", ".join(f"{k}: {v}" for k, v in self.parameters.items())
-        return f"{self.name}({args}) - {self.description}" + (
-            f". Example: {self.example}" if self.example else "")
+        return f"{self.name}({args}) - {self.description}"
 
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -121,8 +117,6 @@ class CalculatorTool(Tool):
                    "p percent of x is x * p / 100")
     parameters = {"expression": "the arithmetic expression"}
     max_chars = {"expression": 200}
-    example = ("'Take 7 times 9, then subtract 4' -> calculator(expression='7 * 9 - 4'); "
-               "'What is 20 percent of 50?' -> calculator(expression='50 * 20 / 100')")
 
     def _run(self, expression: str) -> float | int:
         return safe_eval(str(expression))
@@ -136,8 +130,6 @@ class PythonTool(Tool):
                    "lists, strings, sorted, len, comprehensions")
     parameters = {"expression": "the Python expression"}
     max_chars = {"expression": 300}
-    example = ("'Add up the whole numbers from 1 to 50' -> "
-               "python(expression='sum(range(1, 51))')")
 
     def __init__(self, time_limit_s: float = 5.0):
         self.time_limit_s = time_limit_s
@@ -168,7 +160,6 @@ class FileReadTool(_SandboxTool):
     description = "read a text file of the workspace folder that the mission names"
     parameters = {"path": "file path relative to the workspace"}
     max_chars = {"path": 120}
-    example = "'Read notes.txt and count its lines' -> file_read(path='notes.txt') first"
 
     def _run(self, path: str) -> str:
         return self.resolve(path).read_text(encoding="utf-8")[:MAX_FILE_CHARS]
@@ -179,8 +170,6 @@ class FileWriteTool(_SandboxTool):
     description = "write (overwrite) a text file in the workspace folder"
     parameters = {"path": "file path relative to the workspace", "content": "the text to write"}
     max_chars = {"path": 120, "content": 1000}
-    example = ("'Put the text done in status.txt' -> "
-               "file_write(path='status.txt', content='done')")
 
     def _run(self, path: str, content: str) -> str:
         if len(content) > MAX_FILE_CHARS:
@@ -196,7 +185,6 @@ class TextSearchTool(_SandboxTool):
     description = "find lines containing a phrase (case-insensitive) in .txt/.md files"
     parameters = {"query": "the phrase to look for"}
     max_chars = {"query": 120}
-    example = "'Which notes mention the budget?' -> text_search(query='budget')"
     max_hits = 20
 
     def _run(self, query: str) -> list[str]:
@@ -228,8 +216,6 @@ class DocumentSearchTool(Tool):
                    "questions about what the documents say)")
     parameters = {"query": "what to look for, as a question or keywords"}
     max_chars = {"query": 200}
-    example = ("'Search the documents: what cools the motors?' -> "
-               "search_documents(query='what cools the motors?')")
 
     def __init__(self, retrieve: Retrieve, k: int = 3):
         self.retrieve, self.k = retrieve, k
