@@ -3,8 +3,9 @@
 Each mission runs as a session in one store (user ``bench``, so lessons carry over), its file
 tools in a workspace copied from data/taskforce/workspace, its document search over data/docqa.
 Success is checked from what the session produced (memlab.taskforce.missions). Writes
-``benchmarks/results/taskforce[-<tier>].json``: success rate with its Wilson interval, steps,
-re-asks and seconds per mission. Run it alone, with nice: it takes tens of minutes.
+``benchmarks/results/taskforce[-<tier>][-subset].json``: success rate with its Wilson
+interval, steps, re-asks, seconds and the final answer per mission. Run it alone, with nice:
+it takes tens of minutes.
 
 Usage:
     nice python benchmarks/bench_taskforce.py [--llm-model 0.5b|1.5b] [--only m01,m05]
@@ -26,7 +27,8 @@ from memlab.taskforce.missions import check_mission, load_missions, prepare_work
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llm-model", default="0.5b")
-    parser.add_argument("--only", default="", help="comma-separated mission ids")
+    parser.add_argument("--only", default="", help="comma-separated mission ids (results go "
+                        "to taskforce[-tier]-subset.json)")
     args = parser.parse_args()
     missions = load_missions(DATA / "taskforce" / "missions.json")
     chosen = [m for m in missions.missions if not args.only or m.id in args.only.split(",")]
@@ -48,7 +50,8 @@ def main() -> None:
                                      sum(r["kind"] == kind for r in rows))
                           for kind in sorted({r["kind"] for r in rows})},
               "missions": rows}
-    suffix = "" if args.llm_model == "0.5b" else f"-{args.llm_model}"
+    suffix = ("" if args.llm_model == "0.5b" else f"-{args.llm_model}") + (
+        "-subset" if args.only else "")  # a subset never replaces the full set's file
     write(f"taskforce{suffix}", result)
     print(f"{llm.model}: {successes}/{len(rows)} missions succeeded")
 
@@ -61,14 +64,16 @@ def run(agent, mission, workspace: Path) -> dict:
     steps = len(agent.repo.history(result.session.session_id))
     row = {"id": mission.id, "kind": mission.kind, "succeeded": verdict.succeeded,
            "reason": verdict.reason, "session_status": result.session.status.value,
-           "error": result.error, "answers": {str(k): str(v) for k, v in result.answers.items()},
+           "error": result.error, "final_answer": result.final_answer,
+           "answers": {str(k): str(v) for k, v in result.answers.items()},
            "plan_items": len(result.todolist.items) if result.todolist else 0,
            "plan": [[i.description, i.chosen_tool, i.status.value]
                     for i in (result.todolist.items if result.todolist else [])],
            "steps": steps, "reasks": result.reasks, "seconds": round(seconds, 1),
            "actions": [h.action for h in agent.repo.history(result.session.session_id)]}
     print(f"{mission.id} {'OK  ' if verdict.succeeded else 'FAIL'} {steps} steps "
-          f"{seconds:.0f}s {verdict.reason} {row['actions']}", flush=True)
+          f"{seconds:.0f}s {verdict.reason} {row['actions']} answer: "
+          f"{str(result.final_answer)[:100]!r}", flush=True)
     return row
 
 

@@ -27,6 +27,7 @@ from memlab.taskforce.lessons import EXTRACT_SYSTEM
 from memlab.taskforce.planner import PLANNER_SYSTEM, Planner, execution_order
 from memlab.taskforce.react import CHECK_SYSTEM, REACT_SYSTEM, TaskforceAgent
 from memlab.taskforce.repository import TaskforceRepository
+from memlab.taskforce.session import ANSWER_STEP
 from memlab.taskforce.tools import Toolbox
 
 MISSION = "Compute 12 * 3, add 6 to it, then divide the sum by 7."
@@ -74,11 +75,16 @@ class Script:
     @staticmethod
     def step(prompt):
         position = int(re.search(r"Current step: (\d+)", prompt).group(1))
+        if f"Current step: {position}. {ANSWER_STEP}" in prompt:  # the last result is the answer
+            last = re.findall(r"step \d+ \(.*\):\n(.+)", prompt)[-1]
+            return {"thought": "Done.", "tool": "finish",
+                    "arguments": {"answer": f"The answer is {last}."}}
         seen = re.findall(r"-> (.+)", prompt.split("Observations so far:")[1])
         if seen:
             return {"thought": "The tool answered; the criteria are met.", "tool": "finish",
                     "arguments": {"answer": seen[-1]}}
-        deps = re.search(r"Results of dependencies: \{\d+: '?([\d.]+)'?\}", prompt)
+        deps = re.search(r"Results this step works with:\nstep \d+ \(.*\):\n([\d.]+)",
+                         prompt)
         expression = {0: "12 * 3", 1: f"{deps and deps.group(1)} + 6",
                       2: f"{deps and deps.group(1)} / 7"}[position]
         return {"thought": f"I will compute {expression}.", "tool": "calculator",
@@ -116,12 +122,14 @@ def test_mission_planned_into_three_dependent_items_and_executed(repo, tmp_path)
     events = []
     result = make_agent(repo, tmp_path, script).run(MISSION, on_event=events.append)
     assert result.succeeded, result.error
-    assert result.answers == {0: "36", 1: "42", 2: "6.0"} and result.final_answer == "6.0"
+    assert result.answers == {0: "36", 1: "42", 2: "6.0", 3: "The answer is 6.0."}
+    assert result.final_answer == "The answer is 6.0."  # the answer item's result
     plan = repo.get_plan(result.todolist.todolist_id)
     assert plan.status is PlanStatus.COMPLETED
-    assert [i.dependencies for i in plan.items] == [[], [0], [1]]
+    assert [i.dependencies for i in plan.items] == [[], [0], [1], [0, 1, 2]]
     assert all(i.status is TaskStatus.COMPLETED and i.chosen_tool == "calculator"
-               for i in plan.items)
+               for i in plan.items[:3])
+    assert plan.items[3].description == ANSWER_STEP and plan.items[3].chosen_tool == "finish"
     assert plan.items[2].execution_result.output == 6.0
     assert repo.get_session(result.session.session_id).status is SessionStatus.COMPLETED
     assert events == result.events
@@ -132,9 +140,10 @@ def test_events_stream_in_thought_action_observation_order(repo, tmp_path):
     stream = agent.stream(MISSION)
     events = list(stream)
     kinds = [type(e) for e in events]
-    assert kinds == [Thought, Action, Observation] * 6
-    assert [e.step_id for e in events] == [s for s in range(6) for _ in range(3)]
-    assert [e.action_type.value for e in events[1::3]] == ["tool_call", "complete"] * 3
+    assert kinds == [Thought, Action, Observation] * 7
+    assert [e.step_id for e in events] == [s for s in range(7) for _ in range(3)]
+    assert [e.action_type.value for e in events[1::3]] == ["tool_call", "complete"] * 3 + [
+        "complete"]  # the mission's answer
     first = events[2]
     assert first.success and first.result == 36
     with pytest.raises(ValidationError, match="frozen"):  # immutable domain events
@@ -146,14 +155,15 @@ def test_state_versions_increase_and_history_rows_recorded(repo, tmp_path):
     session_id = result.session.session_id
     versions = [s.version for s in repo.states(session_id)]
     # in progress, planned, 2 per step (decision saved before acting, step committed), done
-    assert versions == list(range(1, len(versions) + 1)) and len(versions) == 2 + 2 * 6 + 1
+    assert versions == list(range(1, len(versions) + 1)) and len(versions) == 2 + 2 * 7 + 1
     last = repo.latest_state(session_id).state_json
     assert last["status"] == "completed" and last["answers"] == {"0": "36", "1": "42",
-                                                                 "2": "6.0"}
+                                                                 "2": "6.0",
+                                                                 "3": "The answer is 6.0."}
     assert last["inflight"] is None
     history = repo.history(session_id)
-    assert [h.step_id for h in history] == list(range(6))
-    assert [h.action for h in history] == ["calculator", "complete"] * 3
+    assert [h.step_id for h in history] == list(range(7))
+    assert [h.action for h in history] == ["calculator", "complete"] * 3 + ["complete"]
     assert history[0].observation == "36" and history[0].thought.startswith("I will compute")
 
 
@@ -248,8 +258,9 @@ def test_failing_tool_is_observed_and_the_agent_recovers(repo, tmp_path):
             if "Current step: 0" in prompt and "Observations so far:\nnone" in prompt:
                 return {"thought": "Divide first.", "tool": "calculator",
                         "arguments": {"expression": "12 / 0"}}
-            if "Current step: 0" in prompt and prompt.count("-> error:") == 1 \
-                    and prompt.count(" -> ") == 1:
+            seen = prompt.split("Observations so far:")[1]
+            if "Current step: 0" in prompt and seen.count("-> error:") == 1 \
+                    and seen.count(" -> ") == 1:
                 return {"thought": "Use the calculator.", "tool": "calculator",
                         "arguments": {"expression": "12 * 3"}}
             return Script.step(prompt)
@@ -290,7 +301,7 @@ def test_garbage_from_the_model_fails_the_session_cleanly(repo, tmp_path):
     assert "StructuredOutputError" in result.error
     plan = repo.get_plan(result.todolist.todolist_id)
     assert [i.status for i in plan.items] == [TaskStatus.FAILED, TaskStatus.SKIPPED,
-                                              TaskStatus.SKIPPED]
+                                              TaskStatus.SKIPPED, TaskStatus.SKIPPED]
     assert not repo.lessons_for(MISSION)
 
 
@@ -298,10 +309,11 @@ def test_a_successful_call_finishes_its_item_without_asking_the_model(repo, tmp_
     script = Script()
     llm = FakeLLM([script])
     result = TaskforceAgent(llm, repo, Toolbox.default(tmp_path)).run(MISSION)
-    assert result.succeeded and not script.checks and len(script.step_prompts) == 3
-    assert llm.calls == 1 + 3 + 1  # plan, one decision per item, lessons
+    assert result.succeeded and not script.checks and len(script.step_prompts) == 3 + 1
+    assert llm.calls == 1 + 3 + 1 + 1  # plan, one decision per item, the answer, lessons
     finishes = [e for e in result.events if getattr(e, "action_type", None) == "complete"]
-    assert [f.action_data["arguments"]["answer"] for f in finishes] == [36, 42, 6.0]
+    assert [f.action_data["arguments"]["answer"] for f in finishes] == [
+        36, 42, 6.0, "The answer is 6.0."]
 
 
 def test_after_a_successful_call_the_model_judges_the_step_and_may_not_repeat_the_call(
@@ -357,7 +369,7 @@ def test_a_failed_step_makes_one_new_plan_told_why(repo, tmp_path):
 
     script = Stubborn()
     result = TaskforceAgent(FakeLLM([script]), repo, Toolbox.default(tmp_path)).run(MISSION)
-    assert result.succeeded and result.answers == {0: "36"}
+    assert result.succeeded and result.answers == {0: "36", 1: "The answer is 36."}
     assert "step 0 (Multiply 12 by 3) failed: no result after 4 steps" in \
         script.planner_prompts[1]
     plans = repo.store.list_todolists(result.session.session_id)

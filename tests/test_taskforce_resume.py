@@ -14,6 +14,7 @@ from memlab.models.taskforce import Session, SessionStatus, TaskStatus
 from memlab.stores.sql import SqlStore
 from memlab.taskforce.react import TaskforceAgent
 from memlab.taskforce.repository import TaskforceRepository
+from memlab.taskforce.session import ANSWER_STEP
 from memlab.taskforce.tools import CalculatorTool, Toolbox
 
 
@@ -66,13 +67,14 @@ def test_killed_while_acting_resumes_the_same_plan_and_runs_each_step_once(tmp_p
     llm = FakeLLM([Script()])
     result = agent_with(repo, tmp_path, log, llm=llm).resume(session.session_id)
     assert result.succeeded, result.error
-    assert result.answers == {0: "36", 1: "42", 2: "6.0"}
+    assert result.answers == {0: "36", 1: "42", 2: "6.0", 3: "The answer is 6.0."}
     assert log == ["12 * 3", "36 + 6", "42 / 7"]  # every expression evaluated exactly once
     history = repo.history(session.session_id)
-    assert [h.step_id for h in history] == list(range(6))  # no step recorded twice
+    assert [h.step_id for h in history] == list(range(7))  # no step recorded twice
     assert result.todolist.todolist_id == plan_before and len(repo.store.list_todolists(
         session.session_id)) == 1
-    assert llm.calls == 1 + 1  # the decision of item 2 and the lessons: no re-plan, no repeat
+    # the decision of item 2, the mission's answer and the lessons: no re-plan, no repeat
+    assert llm.calls == 1 + 1 + 1
     versions = [s.version for s in repo.states(session.session_id)]
     assert versions == list(range(1, len(versions) + 1))
 
@@ -95,7 +97,29 @@ def test_killed_while_the_model_decides_redecides_that_step(tmp_path):
     assert repo.latest_state(session.session_id).state_json["inflight"] is None
     result = agent_with(repo, tmp_path, log).resume(session.session_id)
     assert result.succeeded and log == ["12 * 3", "36 + 6", "42 / 7"]
-    assert [h.step_id for h in repo.history(session.session_id)] == list(range(6))
+    assert [h.step_id for h in repo.history(session.session_id)] == list(range(7))
+
+
+def test_killed_while_writing_the_missions_answer_resumes_with_only_the_answer(tmp_path):
+    log: list[str] = []
+    repo = open_repo(tmp_path)
+    script = Script()
+
+    def dies_writing_the_answer(messages):
+        if f"Current step: 3. {ANSWER_STEP}" in messages[-1].content:
+            raise Killed
+        return script(messages)
+
+    with pytest.raises(Killed):
+        agent_with(repo, tmp_path, log, llm=FakeLLM([dies_writing_the_answer])).run(MISSION)
+    session = only_session(repo)
+    state = repo.latest_state(session.session_id).state_json
+    assert "2" in state["answers"] and "3" not in state["answers"]
+    llm = FakeLLM([Script()])
+    result = agent_with(repo, tmp_path, log, llm=llm).resume(session.session_id)
+    assert result.succeeded and result.final_answer == "The answer is 6.0."
+    assert log == ["12 * 3", "36 + 6", "42 / 7"] and llm.calls == 1 + 1  # answer, lessons
+    assert [h.action for h in repo.history(session.session_id)][-1] == "complete"
 
 
 def test_killed_before_planning_resumes_by_planning(tmp_path):

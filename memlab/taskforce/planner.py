@@ -23,16 +23,19 @@ from memlab.models.taskforce import Lesson, TodoItem, TodoList
 MAX_ITEMS = 12
 MAX_PLAN_STEPS = 3
 PLAN_INSTRUCTION = (
-    'Reply with only a JSON object: {"items": [{"position": 0, "description": "<the step>", '
-    '"tool": "<the tool it calls>", "acceptance_criteria": ["<how to check it>"], '
-    '"dependencies": [<positions of earlier steps it needs>]}, ...]} with 1 to '
-    f'{MAX_PLAN_STEPS} steps numbered from 0.')
+    f'Reply with only a JSON object: {{"steps_needed": <1 to {MAX_PLAN_STEPS}>, "items": '
+    '[{"position": 0, "description": "<the step>", "tool": "<the tool it calls>", '
+    '"acceptance_criteria": ["<how to check it>"], "dependencies": [<positions of earlier '
+    'steps it needs>]}, ...]} with steps_needed steps numbered from 0.')
 
 PLANNER_SYSTEM = (
-    "You are the planner of a task agent. Break the mission into as few small steps as it "
-    "needs (one step when one tool call does it), each doable with one tool call, with "
-    "checkable acceptance criteria. A step lists the positions of the steps whose results it "
-    "needs in 'dependencies' (only earlier steps).")
+    "You are the planner of a task agent. First say how many steps the mission needs, then "
+    "write them: each step is one tool call with checkable acceptance criteria. Most missions "
+    "need one step (a whole calculation, one file write, one document search); two when a "
+    "step needs another's result (read a file, then compute with or write its text). Pick "
+    "each step's tool by what the tool list says it is for. A step lists the positions of "
+    "the steps whose results it needs in 'dependencies' (only earlier steps). Add no step the "
+    "mission does not ask for.")
 
 
 class PlannedItem(BaseModel):
@@ -44,12 +47,18 @@ class PlannedItem(BaseModel):
 
 
 class PlanDraft(BaseModel):
-    """What the LLM returns; validated as a TodoList (unique positions, a DAG)."""
+    """What the LLM returns; validated as a TodoList (unique positions, a DAG) of the length
+    it announced."""
 
+    steps_needed: int | None = Field(None, ge=1, le=MAX_ITEMS,
+                                     description="how many items follow (said first)")
     items: list[PlannedItem] = Field(min_length=1, max_length=MAX_ITEMS)
 
     @model_validator(mode="after")
     def _is_a_dag(self) -> PlanDraft:
+        if self.steps_needed is not None and self.steps_needed != len(self.items):
+            raise ValueError(f"items: steps_needed is {self.steps_needed} but there are "
+                             f"{len(self.items)} items")
         TodoList(session_id="draft", mission="draft", items=self.todo_items())
         return self
 
@@ -60,7 +69,10 @@ class PlanDraft(BaseModel):
 
 def plan_schema(tools: list[str], max_steps: int = MAX_PLAN_STEPS) -> dict:
     """The JSON schema of a plan of 1 to ``max_steps`` items, item k depending only on
-    items 0..k-1 (one tuple per plan length), each naming one of ``tools``."""
+    items 0..k-1, each naming one of ``tools``. The plan says its length (``steps_needed``)
+    before its items and holds to it (one branch per length): once the 0.5B had written an
+    item it wrote more, up to the limit (a file write in an arithmetic mission, a document
+    search after reading a file)."""
     def item(k: int) -> dict:
         earlier = {"type": "integer", "enum": list(range(k))} if k else {"type": "integer"}
         return {"type": "object", "additionalProperties": False,
@@ -75,10 +87,13 @@ def plan_schema(tools: list[str], max_steps: int = MAX_PLAN_STEPS) -> dict:
                                                       "maxLength": 120}},
                     "dependencies": {"type": "array", "items": earlier, "maxItems": k}}}
 
-    plans = [{"type": "array", "prefixItems": [item(k) for k in range(n)]}
-             for n in range(1, max_steps + 1)]
-    return {"type": "object", "additionalProperties": False, "required": ["items"],
-            "properties": {"items": {"anyOf": plans}}}
+    return {"anyOf": [
+        {"type": "object", "additionalProperties": False,
+         "required": ["steps_needed", "items"],
+         "properties": {"steps_needed": {"const": n},
+                        "items": {"type": "array", "prefixItems": [item(k) for k in range(n)],
+                                  "minItems": n, "maxItems": n}}}
+        for n in range(1, max_steps + 1)]}
 
 
 def execution_order(todolist: TodoList) -> list[int]:
@@ -134,8 +149,8 @@ class Planner:
         self.reasks = 0
 
     def messages(self, mission: str, tools: str, lessons: list[Lesson]) -> list[Message]:
-        parts = [f"Mission: {mission}", f"Tools available:\n{tools}", render_lessons(lessons),
-                 "Number the steps from position 0."]
+        parts = [f"Tools available:\n{tools}", render_lessons(lessons), f"Mission: {mission}",
+                 "Plan the mission's steps, numbered from position 0."]
         return [Message(role="system", content=PLANNER_SYSTEM),
                 Message(role="user", content="\n\n".join(p for p in parts if p))]
 

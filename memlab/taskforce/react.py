@@ -28,7 +28,7 @@ from memlab.llm.structured import complete_json_reply
 from memlab.models.taskforce import Lesson, Profile, Session, SessionStatus, TodoList
 from memlab.taskforce.planner import Planner, render_lessons
 from memlab.taskforce.repository import TaskforceRepository
-from memlab.taskforce.session import Event, SessionRun
+from memlab.taskforce.session import Event, SessionRun, answer_item
 from memlab.taskforce.steps import StepDecision, step_model, to_decision
 from memlab.taskforce.tools import Toolbox
 
@@ -46,6 +46,8 @@ NEXT_STEP = ("If the last observation gives the current step's result, call fini
 STEP_INSTRUCTION = (
     'Reply with only a JSON object: {"thought": "<one sentence>", "tool": "<a tool name from '
     'the list>", "arguments": {<that tool\'s arguments by name>}}')
+RESULT_CHARS = 1500
+PLAN_RESULT_CHARS = 80
 
 
 class SessionResult(BaseModel):
@@ -57,19 +59,14 @@ class SessionResult(BaseModel):
     events: list[Event] = Field(default_factory=list)
     lessons_used: list[Lesson] = Field(default_factory=list)
     lessons_learned: list[Lesson] = Field(default_factory=list)
+    final_answer: Any = Field(None, description="the mission's answer: the result of the "
+                              "plan's answer item (see memlab.taskforce.session)")
     reasks: int = Field(0, description="invalid plan and step replies re-asked in this run")
     error: str | None = None
 
     @property
     def succeeded(self) -> bool:
         return self.session.status is SessionStatus.COMPLETED
-
-    @property
-    def final_answer(self) -> Any:
-        """The result of the (last) plan's last item in position order, None if none."""
-        if not self.answers:
-            return None
-        return self.answers[max(self.answers)]
 
 
 class TaskforceAgent:
@@ -122,8 +119,9 @@ class TaskforceAgent:
         state = self.repo.latest_state(session_id)
         saved = state.state_json if state else {}
         plan = self.repo.get_plan(saved["todolist_id"]) if saved.get("todolist_id") else None
+        answers = {int(k): v for k, v in (saved.get("answers") or {}).items()}
         return SessionResult(session=session, todolist=plan, error=saved.get("error"),
-                             answers={int(k): v for k, v in (saved.get("answers") or {}).items()})
+                             answers=answers, final_answer=final_answer(plan, answers))
 
     def stream(self, mission: str, *, user_id: str | None = None,
                profile: Profile | str = Profile.DEV) -> Generator[Event, None, SessionResult]:
@@ -154,6 +152,7 @@ class TaskforceAgent:
             log.warning("session %s failed: %s", run.session.session_id, exc)
             run.fail(f"{type(exc).__name__}: {exc}")
         return SessionResult(session=run.session, todolist=run.todolist, answers=run.answers,
+                             final_answer=final_answer(run.todolist, run.answers),
                              events=run.events, lessons_used=run.lessons,
                              lessons_learned=run.learned, error=run.error,
                              reasks=self.reasks + self.planner.reasks)
@@ -193,12 +192,12 @@ class TaskforceAgent:
         todolist = run.todolist
         item = todolist.item(position)
         plan = "\n".join(f"{i.position}. {i.description} [{i.status.value}]"
-                         + (f" result: {run.answers[i.position]}" if i.position in run.answers
-                            else "") for i in todolist.items)
-        deps = {d: run.answers.get(d) for d in item.dependencies}
-        earlier = {p: a for p, a in run.answers.items() if p != position}
-        inputs = (f"Results of dependencies: {deps}" if deps else
-                  f"Results of earlier steps: {earlier}" if earlier else "")
+                         + (f" result: {_clip(run.answers[i.position], PLAN_RESULT_CHARS)}"
+                            if i.position in run.answers else "") for i in todolist.items)
+        needed = [d for d in item.dependencies if d in run.answers] or \
+            [p for p in run.answers if p != position]
+        inputs = ("Results this step works with:\n"
+                  + render_results(todolist, run.answers, needed)) if needed else ""
         parts = [f"Mission: {run.session.mission}", render_lessons(run.lessons),
                  f"Plan:\n{plan}",
                  f"Tools:\n{self.toolbox.describe(exclude=run.repeat_guard())}",
@@ -208,6 +207,26 @@ class TaskforceAgent:
                  NEXT_STEP if run.item_steps else ""]
         return [Message(role="system", content=REACT_SYSTEM),
                 Message(role="user", content="\n\n".join(p for p in parts if p))]
+
+
+def final_answer(todolist: TodoList | None, answers: dict[int, Any]) -> Any:
+    """The result of ``todolist``'s answer item (None until it completed)."""
+    item = answer_item(todolist) if todolist is not None else None
+    return answers.get(item.position) if item is not None else None
+
+
+def render_results(todolist: TodoList, answers: dict[int, Any],
+                   positions: list[int] | None = None) -> str:
+    """The results of ``positions`` (default: every answered item), one block per item with
+    its text as is: a dict's repr escaped a file's newlines and quotes."""
+    chosen = sorted(answers) if positions is None else positions
+    return "\n".join(f"step {p} ({todolist.item(p).description}):\n"
+                     f"{_clip(answers[p], RESULT_CHARS)}" for p in chosen)
+
+
+def _clip(value: Any, limit: int) -> str:
+    text = str(value).strip()
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _drain(stream: Generator[Event, None, SessionResult],

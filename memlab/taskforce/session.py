@@ -29,6 +29,7 @@ from memlab.models.taskforce import (
     State,
     TaskStatus,
     Thought,
+    TodoItem,
     TodoList,
 )
 from memlab.taskforce.lessons import extract_lessons
@@ -42,6 +43,9 @@ log = logging.getLogger(__name__)
 
 Event = Thought | Action | Observation
 OBSERVATION_CHARS = 500
+ANSWER_STEP = ("Give the mission's answer from the results of the steps (first do what the "
+               "mission still asks, if anything)")
+ANSWER_CRITERION = "the mission is done and its answer is given"
 
 
 class SessionRun:
@@ -113,6 +117,11 @@ class SessionRun:
             tools=toolbox.describe(exclude=toolbox.names(ActionType.ASK_USER, ActionType.COMPLETE)),
             tool_names=toolbox.names(ActionType.TOOL_CALL, ActionType.REPLAN))
         self.todolist.mission = self.session.mission
+        self.todolist.items.append(TodoItem(
+            position=max(i.position for i in self.todolist.items) + 1,
+            description=ANSWER_STEP, acceptance_criteria=[ANSWER_CRITERION],
+            dependencies=[i.position for i in self.todolist.items],
+            chosen_tool=toolbox.names(ActionType.COMPLETE)[0]))
         self.repo.save_plan(self.todolist)
         self.save_state()
 
@@ -132,10 +141,7 @@ class SessionRun:
     def carry_out(self, decision: StepDecision, position: int
                   ) -> Generator[Event, None, str | None]:
         """Emit the step's events, save it inflight, act, and commit the step."""
-        sid = self.session.session_id
-        yield self.emit(Thought(session_id=sid, step_id=self.step_id, content=decision.thought))
-        yield self.emit(Action(session_id=sid, step_id=self.step_id,
-                               action_type=decision.action, action_data=decision.action_data()))
+        yield from self.announce(decision)
         self.inflight = decision.model_dump(mode="json")
         self.save_state()
         outcome, observation = self.act(decision, position)
@@ -147,6 +153,13 @@ class SessionRun:
         self.inflight = None
         self.commit(decision, observation)
         return outcome
+
+    def announce(self, decision: StepDecision) -> Generator[Event, None, None]:
+        """The step's Thought and Action events."""
+        sid = self.session.session_id
+        yield self.emit(Thought(session_id=sid, step_id=self.step_id, content=decision.thought))
+        yield self.emit(Action(session_id=sid, step_id=self.step_id,
+                               action_type=decision.action, action_data=decision.action_data()))
 
     def act(self, decision: StepDecision, position: int) -> tuple[str | None, Observation]:
         """Carry out the action; returns (outcome or None to keep going, observation)."""
@@ -189,28 +202,39 @@ class SessionRun:
         """After a successful tool call, finish the item with its output: at once (a plan item
         is one tool call, as the seed's single ``chosen_tool`` has it), or, with the agent's
         ``check_results``, when the model judges that the output meets the criteria. Small
-        models otherwise repeat the call instead of finishing."""
-        result = self.todolist.item(position).execution_result
-        if not self.last_success or result is None:
+        models otherwise repeat the call instead of finishing. The answer item is finished by
+        the model (with the mission's answer)."""
+        item = self.todolist.item(position)
+        result = item.execution_result
+        if not self.last_success or result is None or item is answer_item(self.todolist):
             return None
         if self.agent.check_results and not self.agent.step_done(self, position, result.output):
             return None
         how = "meets the acceptance criteria" if self.agent.check_results else "is its result"
         return StepDecision(thought=f"The output of {self.last_success} {how}.",
-                            tool="finish", arguments={"answer": jsonable(result.output)},
+                            tool="finish", arguments={"answer": as_result(result.output)},
                             action=ActionType.COMPLETE)
 
     def repeat_guard(self) -> tuple[str, ...]:
         """Tools not offered at the next step: the one whose call just succeeded (see
         :mod:`memlab.taskforce.steps`); at an item's first step, every tool but the one its plan
-        chose and finish (the step then fills in the arguments)."""
+        chose and finish (the step then fills in the arguments). In the answer item: the tools
+        whose calls completed the plan's items (their results are in its prompt), and at its
+        last step every tool but finish (so the session always ends with an answer)."""
+        toolbox, item = self.agent.toolbox, self.todolist.item(self.current)
+        actions = toolbox.names(ActionType.TOOL_CALL, ActionType.ASK_USER, ActionType.REPLAN)
+        if item is answer_item(self.todolist):
+            if len(self.item_steps) >= self.agent.max_steps_per_item - 1:
+                return tuple(actions)
+            used = {i.chosen_tool for i in self.todolist.items
+                    if i.status is TaskStatus.COMPLETED} | {self.last_success}
+            return tuple(n for n in actions if n in used)
         if self.last_success:
             return (self.last_success,)
-        toolbox, planned = self.agent.toolbox, self.todolist.item(self.current).chosen_tool
-        if self.item_steps or planned not in toolbox.names(ActionType.TOOL_CALL):
+        if self.item_steps or item.chosen_tool not in toolbox.names(ActionType.TOOL_CALL):
             return ()
         return tuple(n for n in toolbox.names(ActionType.TOOL_CALL, ActionType.ASK_USER)
-                     if n != planned)
+                     if n != item.chosen_tool)
 
     # --- events, history, states ---------------------------------------------------------------
     def observation(self, result: Any, success: bool, error: str | None = None) -> Observation:
@@ -276,9 +300,22 @@ class SessionRun:
         self.save_state()
 
 
+def answer_item(todolist: TodoList) -> TodoItem | None:
+    """The plan's answer item (added after the planner's items), None in a plan without one."""
+    last = max(todolist.items, key=lambda i: i.position)
+    return last if last.description == ANSWER_STEP else None
+
+
 def observed(observation: Observation) -> str:
     text = str(observation.result) if observation.success else f"error: {observation.error}"
     return text[:OBSERVATION_CHARS]
+
+
+def as_result(value: Any) -> Any:
+    """A tool's output as an item's result: a list (search hits) one entry a line."""
+    if isinstance(value, list | tuple):
+        return "\n".join(str(v) for v in value)
+    return jsonable(value)
 
 
 def jsonable(value: Any) -> Any:

@@ -56,6 +56,8 @@ def step_model(toolbox: Toolbox, exclude: tuple[str, ...] = ()) -> type[RootMode
             f"Use{_camel(name)}", __base__=_Strict,
             thought=(str, Field(min_length=1, max_length=THOUGHT_CHARS)),
             tool=(Literal[name], ...), arguments=(arguments, ...)))
+    if len(branches) == 1:  # only finish is offered
+        return RootModel[branches[0]]  # type: ignore[valid-type]
     union = Annotated[Union[tuple(branches)], Field(discriminator="tool")]  # noqa: UP007
     return RootModel[union]  # type: ignore[valid-type]
 

@@ -113,7 +113,8 @@ def _eval(node: ast.AST) -> Any:
 class CalculatorTool(Tool):
     name = "calculator"
     description = ("evaluate an arithmetic expression written with the mission's numbers "
-                   "(+ - * / ** and sqrt, log, round...)")
+                   "(+ - * / ** and sqrt, log, round...); a whole calculation is one call, "
+                   "p percent of x is x * p / 100")
     parameters = {"expression": "the arithmetic expression"}
     max_chars = {"expression": 200}
 
@@ -125,8 +126,8 @@ class PythonTool(Tool):
     """A Python expression evaluated in a separate, limited process (:mod:`.sandbox`)."""
 
     name = "python"
-    description = ("evaluate one Python expression (no imports, no files): lists, strings, "
-                   "sorted, sum, len, range, comprehensions")
+    description = ("evaluate one Python expression (no imports, no files): sums over ranges, "
+                   "lists, strings, sorted, len, comprehensions")
     parameters = {"expression": "the Python expression"}
     max_chars = {"expression": 300}
 
@@ -156,7 +157,7 @@ MAX_FILE_CHARS = 100_000
 
 class FileReadTool(_SandboxTool):
     name = "file_read"
-    description = "read a text file from the workspace folder"
+    description = "read a text file of the workspace folder that the mission names"
     parameters = {"path": "file path relative to the workspace"}
     max_chars = {"path": 120}
 
@@ -211,7 +212,8 @@ class DocumentSearchTool(Tool):
     """Search over documents ingested into document QA (seed 001), by meaning; no web."""
 
     name = "search_documents"
-    description = "find the passages of the ingested documents that answer a question"
+    description = ("find the passages of the ingested documents that answer a question (for "
+                   "questions about what the documents say)")
     parameters = {"query": "what to look for, as a question or keywords"}
     max_chars = {"query": 200}
 

@@ -1,0 +1,211 @@
+"""How results travel in a Taskforce session: into the next step's prompt as text, and into the
+plan's answer item, which answers the mission from every item's result (and may first do
+what the plan left out). FakeLLM + SQLite."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import pytest
+from pydantic import ValidationError
+from test_taskforce_agent import TopicEmbedder
+
+from memlab.llm.fake import FakeLLM
+from memlab.models.retrieval import RetrievedChunk
+from memlab.stores.sql import SqlStore
+from memlab.taskforce.lessons import EXTRACT_SYSTEM
+from memlab.taskforce.missions import Mission, check_mission
+from memlab.taskforce.planner import PLANNER_SYSTEM, PlanDraft, Planner, plan_schema
+from memlab.taskforce.react import REACT_SYSTEM, TaskforceAgent
+from memlab.taskforce.repository import TaskforceRepository
+from memlab.taskforce.session import ANSWER_STEP
+from memlab.taskforce.tools import Toolbox
+
+SUM_MISSION = "Compute the sum of all whole numbers from 1 to 100."
+COPY_MISSION = "Read the file motto.txt and write its text into a new file copy.txt."
+
+
+def item(position, description, tool, dependencies=()):
+    return {"position": position, "description": description, "tool": tool,
+            "acceptance_criteria": ["done"], "dependencies": list(dependencies)}
+
+
+class Router:
+    """Replies by system prompt: a fixed plan, ``steps(position, prompt)`` for each plan item,
+    ``answer(prompt)`` (default: finish with ``answer``) for the answer item, no lessons;
+    records every prompt it answers."""
+
+    def __init__(self, plan_items, steps, answer="unused"):
+        self.plan, self.steps = {"items": plan_items}, steps
+        self.answer = answer if callable(answer) else (lambda _: ("finish", {"answer": answer}))
+        self.prompts: dict[str, list[str]] = {"plan": [], "step": [], "answer": []}
+
+    def __call__(self, messages):
+        system, user = messages[0].content, messages[-1].content
+        if system == PLANNER_SYSTEM:
+            self.prompts["plan"].append(user)
+            return json.dumps(self.plan)
+        if system == EXTRACT_SYSTEM:
+            return json.dumps({"lessons": []})
+        assert system == REACT_SYSTEM
+        position = int(re.search(r"Current step: (\d+)", user).group(1))
+        if f"Current step: {position}. {ANSWER_STEP}" in user:
+            self.prompts["answer"].append(user)
+            tool, arguments = self.answer(user)
+        else:
+            self.prompts["step"].append(user)
+            tool, arguments = self.steps(position, user)
+        return json.dumps({"thought": "Next.", "tool": tool, "arguments": arguments})
+
+
+def offered(prompt):
+    """The tool names a step prompt lists."""
+    return re.findall(r"^(\w+)\(", prompt.split("Tools:\n")[1].split("\n\n")[0], re.M)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    repository = TaskforceRepository(SqlStore(path=tmp_path / "taskforce.sqlite"),
+                                     TopicEmbedder())
+    yield repository
+    repository.close()
+
+
+def test_the_answer_is_written_from_every_result_not_taken_from_the_last_item(repo, tmp_path):
+    # the 0.5B planned a step after the sum (its last result, 101, was the session's answer)
+    router = Router([item(0, "Sum the numbers 1 to 100", "python"),
+                     item(1, "Add the first and the last number", "calculator", [0])],
+                    lambda p, _: ("python", {"expression": "sum(range(1, 101))"}) if p == 0
+                    else ("calculator", {"expression": "1 + 100"}), answer="The sum is 5050.")
+    agent = TaskforceAgent(FakeLLM([router]), repo, Toolbox.default(tmp_path / "ws"))
+    result = agent.run(SUM_MISSION)
+    assert result.succeeded and result.answers == {0: "5050", 1: "101", 2: "The sum is 5050."}
+    (prompt,) = router.prompts["answer"]
+    assert prompt.startswith(f"Mission: {SUM_MISSION}")
+    assert "step 0 (Sum the numbers 1 to 100):\n5050" in prompt
+    assert "step 1 (Add the first and the last number):\n101" in prompt
+    assert result.final_answer == "The sum is 5050."
+    assert agent.load(result.session.session_id).final_answer == "The sum is 5050."
+    check = Mission(id="m04", kind="arithmetic", mission=SUM_MISSION, answer_contains=["5050"])
+    assert check_mission(check, True, result.final_answer, tmp_path).succeeded
+    assert not check_mission(check, True, result.answers[1], tmp_path).succeeded
+
+
+def test_a_file_read_reaches_the_next_step_as_text_and_is_written_unchanged(repo, tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "motto.txt").write_text("Small steps, checked often.\n", encoding="utf-8")
+
+    def steps(position, prompt):
+        if position == 0:
+            return "file_read", {"path": "motto.txt"}
+        text = prompt.split("Results this step works with:\n")[1].split("\n", 1)[1]
+        return "file_write", {"path": "copy.txt", "content": text.split("\n\n")[0]}
+
+    router = Router([item(0, "Read motto.txt", "file_read"),
+                     item(1, "Write the text into copy.txt", "file_write", [0])], steps)
+    result = TaskforceAgent(FakeLLM([router]), repo, Toolbox.default(workspace)).run(
+        COPY_MISSION)
+    assert result.succeeded
+    write_prompt = router.prompts["step"][1]
+    assert "step 0 (Read motto.txt):\nSmall steps, checked often.\n" in write_prompt
+    assert "\\n" not in write_prompt and "{0:" not in write_prompt  # not a dict's repr
+    assert (workspace / "copy.txt").read_text(encoding="utf-8") == "Small steps, checked often."
+
+
+def test_search_hits_are_an_items_result_one_a_line_and_the_answer_reads_them(repo, tmp_path):
+    chunks = [RetrievedChunk(content=text,
+                             source_document="robots.md", page_number=i + 1,
+                             similarity_score=0.7 - i / 10)
+              for i, text in enumerate(["The IMU sits in the pelvis.", "Batteries last hours."])]
+    toolbox = Toolbox.default(tmp_path / "ws", retrieve=lambda query: chunks)
+    router = Router([item(0, "Search where the IMU is", "search_documents")],
+                    lambda p, _: ("search_documents", {"query": "where is the IMU?"}),
+                    answer="In the pelvis.")
+    mission = "Search the documents: where is the IMU?"
+    result = TaskforceAgent(FakeLLM([router]), repo, toolbox).run(mission)
+    assert result.succeeded
+    assert result.answers[0] == ("[robots.md p.1, similarity 0.70] The IMU sits in the pelvis.\n"
+                                 "[robots.md p.2, similarity 0.60] Batteries last hours.")
+    assert result.answers[0] in router.prompts["answer"][0]
+    assert result.final_answer == "In the pelvis."
+
+
+def test_the_planner_reads_what_each_tool_is_for_and_the_mission_last(tmp_path):
+    # the 0.5B picked the calculator for "Search the documents: ..." (and, shown an example
+    # mission per tool, copied the examples into its plans: tools say what they are for)
+    toolbox = Toolbox.default(tmp_path, retrieve=lambda query: [])
+    messages = Planner(FakeLLM()).messages("Search the documents: why legs?",
+                                           toolbox.describe(), [])
+    prompt = messages[1].content
+    assert "(for questions about what the documents say)" in prompt
+    assert "p percent of x is x * p / 100" in prompt
+    assert prompt.index("Mission: Search the documents: why legs?") > prompt.index(
+        "file_write(")
+    assert "Add no step the mission does not ask for" in messages[0].content
+
+
+def test_a_plan_says_its_length_first_and_the_grammar_holds_it_to_that(tmp_path):
+    # the 0.5B, once it had written an item, wrote more up to the limit (a file write in an
+    # arithmetic mission, a document search after reading a file)
+    schema = plan_schema(["calculator", "python"])
+    one = {"steps_needed": 1, "items": [item(0, "Compute 7 * 9", "calculator")]}
+    two = {"steps_needed": 1, "items": [item(0, "Compute 7 * 9", "calculator"),
+                                        item(1, "Check it", "python", [0])]}
+    assert [b["properties"]["steps_needed"]["const"] for b in schema["anyOf"]] == [1, 2, 3]
+    assert all(b["required"][0] == "steps_needed" for b in schema["anyOf"])
+    jsonschema.validate(one, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(two, schema)
+    with pytest.raises(ValidationError, match="steps_needed is 1 but there are 2 items"):
+        PlanDraft.model_validate(two)
+    llm = FakeLLM([json.dumps(two), json.dumps(one)])  # a remote model without the grammar
+    plan = Planner(llm).plan("s", "Compute 7 * 9", tool_names=["calculator", "python"])
+    assert [i.description for i in plan.items] == ["Compute 7 * 9"] and llm.calls == 2
+    assert "steps_needed is 1 but there are 2 items" in llm.history[1][-1].content
+
+
+def test_the_answer_item_does_what_the_plan_left_out_then_answers(repo, tmp_path):
+    # a one-step plan for "read, then write": the answer item writes the file
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "motto.txt").write_text("Small steps, checked often.\n", encoding="utf-8")
+
+    def answer(prompt):
+        if "-> wrote" not in prompt:
+            return "file_write", {"path": "copy.txt", "content": "Small steps, checked often."}
+        return "finish", {"answer": "Copied the motto into copy.txt."}
+
+    router = Router([item(0, "Read motto.txt", "file_read")],
+                    lambda p, _: ("file_read", {"path": "motto.txt"}), answer=answer)
+    result = TaskforceAgent(FakeLLM([router]), repo, Toolbox.default(workspace)).run(
+        COPY_MISSION)
+    assert result.succeeded and result.final_answer == "Copied the motto into copy.txt."
+    assert (workspace / "copy.txt").read_text(encoding="utf-8") == "Small steps, checked often."
+    first, second = router.prompts["answer"]
+    assert "file_read" not in offered(first) and "file_write" in offered(first)  # read is done
+    assert "file_write" not in offered(second) and "finish" in offered(second)
+    assert [a for a in (e.action_data["tool"] for e in result.events
+                        if hasattr(e, "action_data"))] == [
+        "file_read", "finish", "file_write", "finish"]
+
+
+def test_the_answer_items_last_step_offers_only_finish(repo, tmp_path):
+    def busy(prompt):  # calls a tool at every step it may
+        tools = offered(prompt)
+        if tools == ["finish"]:
+            return "finish", {"answer": "5050"}
+        tool = next(t for t in ("calculator", "file_read", "text_search") if t in tools)
+        return tool, {"calculator": {"expression": "1 + 1"}, "file_read": {"path": "x.txt"},
+                      "text_search": {"query": "sum"}}[tool]
+
+    router = Router([item(0, "Sum the numbers 1 to 100", "python")],
+                    lambda p, _: ("python", {"expression": "sum(range(1, 101))"}), answer=busy)
+    agent = TaskforceAgent(FakeLLM([router]), repo, Toolbox.default(tmp_path / "ws"))
+    result = agent.run(SUM_MISSION)
+    assert result.succeeded and result.final_answer == "5050"
+    prompts = router.prompts["answer"]
+    assert len(prompts) == agent.max_steps_per_item
+    assert offered(prompts[-1]) == ["finish"] and len(offered(prompts[0])) > 1
