@@ -182,3 +182,29 @@ def test_bounded_prompt_schema_compiles_to_a_local_grammar() -> None:
 
     # grammar_for falls back to any-JSON when the converter fails; the bounded schema must not
     LlamaGrammar.from_json_schema(json.dumps(prompt_schema(CompressionResult, max_items=MEMORY_MAX_ITEMS, max_chars=MEMORY_MAX_CHARS)), verbose=False)
+
+
+def test_a_root_model_of_one_model_gets_its_own_grammar_not_any_json(caplog) -> None:
+    """llama-cpp-python's converter loses ``$defs`` below a top-level ``$ref``: the Taskforce
+    step that offers only ``finish`` (a RootModel of one model) was constrained by the any-JSON
+    grammar, and the 0.5B wrote another tool with made-up arguments three times."""
+    from memlab.llm.grammars import grammar_for
+    from memlab.taskforce.steps import step_model
+    from memlab.taskforce.tools import FinishTool, Toolbox
+
+    schema = prompt_schema(step_model(Toolbox([FinishTool()])))
+    assert schema.get("$ref") and schema.get("$defs")
+    with caplog.at_level("WARNING", logger="memlab.llm.grammars"):
+        rules = grammar_for(schema, None)._grammar
+    assert '"\\"finish\\""' in rules and "thought" in rules  # its fields, its one tool
+    assert not caplog.records
+
+
+def test_inlined_refs_leave_no_reference() -> None:
+    from memlab.llm.grammars import inline_refs
+
+    schema = {"$defs": {"A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
+                        "B": {"type": "string", "const": "x"}},
+              "$ref": "#/$defs/A"}
+    assert inline_refs(schema) == {"type": "object",
+                                   "properties": {"b": {"type": "string", "const": "x"}}}

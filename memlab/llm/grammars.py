@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from functools import lru_cache
 from importlib import metadata
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def _gbnf_literal(text: str) -> str:
@@ -28,9 +31,36 @@ def _json_grammar(schema_json: str | None):
     if schema_json is not None:
         try:
             return LlamaGrammar.from_json_schema(schema_json, verbose=False)
-        except Exception:  # a schema feature the converter lacks: any JSON will do, pydantic checks
+        except Exception:  # noqa: BLE001 - the converter's errors are KeyError, AssertionError...
             pass
+        try:  # it loses ``$defs`` below a top-level ``$ref`` (a RootModel of one model)
+            return LlamaGrammar.from_json_schema(json.dumps(inline_refs(json.loads(schema_json))),
+                                                 verbose=False)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("no grammar for this JSON schema (%r): any JSON is allowed and only "
+                        "validation checks the reply", exc)
     return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every local ``{"$ref": "#/$defs/Name"}`` replaced by its definition and
+    ``$defs`` dropped (pydantic's schemas have no recursive references)."""
+    defs = schema.get("$defs", {})
+
+    def resolve(node: Any, depth: int = 0) -> Any:
+        if depth > 32:
+            raise ValueError("recursive $ref in a reply schema")
+        if isinstance(node, list):
+            return [resolve(v, depth) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            return resolve({**defs[ref.removeprefix("#/$defs/")], **rest}, depth + 1)
+        return {k: resolve(v, depth) for k, v in node.items() if k != "$defs"}
+
+    return resolve(schema)
 
 
 @lru_cache(maxsize=64)
