@@ -79,8 +79,12 @@ def _is_kernel_start_failure(exc: BaseException) -> bool:
 
 
 def execute_cell(cell: RunSpec, results_dir: str, notebook: str, kernel_name: str = "python3",
-                 retries: int = 2, start_timeout: float = 60) -> CellResult:
-    """Execute condition.ipynb for one cell (skipped when its run is already complete)."""
+                 retries: int = 2, start_timeout: float = 180) -> CellResult:
+    """Execute condition.ipynb for one cell (skipped when its run is already complete).
+
+    ``start_timeout``: seconds a kernel may take to start. On 2 cores busy with model calls a
+    kernel took over 60 s (papermill's default) and four standard-grid cells failed at start.
+    """
     import papermill
 
     results = Path(results_dir)
