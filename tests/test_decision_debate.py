@@ -139,9 +139,9 @@ class Script:
             matrix = self.director_matrix() if director else consistent_matrix()
             return {"judgements": judgements(matrix), "content": "My comparisons.",
                     **({"reasoning": "interest first"} if director else {})}
-        matrix = {m: dict(zip(CRITERIA, SCORES[m], strict=True)) for m in MAJORS}
-        return {"scores": matrix, "content": "My scores.", **({"reasoning": "fit"} if director
-                                                              else {})}
+        matrix = {c: {m: SCORES[m][i] for m in MAJORS} for i, c in enumerate(CRITERIA)}
+        return {"content": "My scores.", **({"reasoning": "fit"} if director else {}),
+                "scores": matrix}
 
 
 @pytest.fixture
@@ -336,7 +336,7 @@ def test_repeated_scores_are_re_asked_once_then_kept_with_a_note(tmp_path):
     def flat(messages):
         first = messages[1].content
         if "Round 3 of 4" in first and "final_decision" in first:
-            return json.dumps({"scores": {m: dict.fromkeys(CRITERIA, 5.0) for m in MAJORS},
+            return json.dumps({"scores": {c: dict.fromkeys(MAJORS, 5.0) for c in CRITERIA},
                                "content": "All equal.", "reasoning": "unsure"})
         return script(messages)
 

@@ -66,7 +66,8 @@ def round_context(round_no: int, user: UserInput, criteria: list[str],
     if round_no == 3:
         shown = {c: round(w, 3) for c, w in (weights or {}).items()}
         lines += [f"Criteria and AHP weights: {json.dumps(shown)}.", SCORE_GUIDE,
-                  "decision_matrix maps each major to a score for every criterion."]
+                  "scores maps each criterion to a score for every major: compare the majors on that "
+                  "criterion and give the better one the higher score."]
     return "\n".join(lines)
 
 
@@ -95,8 +96,11 @@ def _payload(turn: DebateTurn) -> str:
         return " | criteria: " + ", ".join(c.name for c in turn.selected_criteria)
     if turn.comparison_matrix:
         return " | matrix: " + json.dumps(turn.comparison_matrix, separators=(",", ":"))
-    if turn.decision_matrix:
-        return " | scores: " + json.dumps(turn.decision_matrix, separators=(",", ":"))
+    if turn.decision_matrix:  # shown as the reply is asked: criterion -> major -> score
+        criteria = next(iter(turn.decision_matrix.values()), {})
+        by_criterion = {c: {m: row[c] for m, row in turn.decision_matrix.items()}
+                        for c in criteria}
+        return " | scores: " + json.dumps(by_criterion, separators=(",", ":"))
     return ""
 
 

@@ -189,12 +189,21 @@ def comparison_model(criteria: list[str], director: bool = False,
 
 # --- round 3: decision matrix ------------------------------------------------------------------
 class ScoresReply(Reply):
-    """A round 3 reply (built by :func:`decision_model`): a score per major and criterion."""
+    """A round 3 reply (built by :func:`decision_model`): for each criterion, a score per major.
+
+    The reply is asked criterion by criterion, the majors side by side, after the reply's text:
+    asked major by major (the seed's ``decision_matrix`` layout), the 0.5B and 1.5B models wrote
+    the first major's row and copied it to the others (every major the same score on every
+    criterion: a three-way TOPSIS tie on the sample input, on both tiers).
+    """
 
     @property
     def decision_matrix(self) -> dict[str, dict[str, float]]:
-        return {major: dict(keyed_items(row))
-                for major, row in keyed_items(self.scores)}  # type: ignore[attr-defined]
+        """The seed's layout: major -> criterion -> score."""
+        by_criterion = {criterion: dict(keyed_items(row))
+                        for criterion, row in keyed_items(self.scores)}  # type: ignore[attr-defined]
+        majors = next(iter(by_criterion.values()), {})
+        return {major: {c: row[major] for c, row in by_criterion.items()} for major in majors}
 
     def to_decision(self) -> Round3DirectorDecision:
         return Round3DirectorDecision(decision_matrix=self.decision_matrix,
@@ -203,8 +212,9 @@ class ScoresReply(Reply):
 
 def decision_model(majors: list[str], criteria: list[str],
                    director: bool = False) -> type[ScoresReply]:
-    """A reply scoring every (major x criterion) combination on the 1-9 scale."""
-    row = _keyed("Scores", criteria, Score)
+    """A reply comparing the majors on each criterion: ``content`` (and for the Director
+    ``reasoning``) first, then ``scores``: criterion -> major -> a score on the 1-9 scale."""
+    row = _keyed("MajorScores", majors, Score)
     extra = {"reasoning": (Note, "")} if director else {}
-    return _model("ScoresReply", ScoresReply, scores=(_keyed("Matrix", majors, row), ...),
-                  content=(Content, ...), **extra)
+    return _model("ScoresReply", ScoresReply, content=(Content, ...), **extra,
+                  scores=(_keyed("ByCriterion", criteria, row), ...))
