@@ -118,7 +118,8 @@ def run(spec: RunSpec, results_dir: str | Path | None = None, *, llm: Any = None
 
 def window_for_conversation(suite: Suite, llm: Any, *, reply_tokens: int = 128) -> int:
     """The window that holds ``suite``'s whole stored conversation as a chat history:
-    ``window_for_span`` of its tokens in ``llm``'s tokenizer, each exchange with its chat-format
+    ``window_for_span`` of its longest conversation (a suite of several users: each its own
+    history) in ``llm``'s tokenizer, each exchange with its chat-format
     overhead (``FullContextConfig.turn_overhead_tokens``) and, where the model writes the
     reply, ``reply_tokens`` (the Agent's reply limit).
 
@@ -130,10 +131,13 @@ def window_for_conversation(suite: Suite, llm: Any, *, reply_tokens: int = 128) 
     from memlab.memory.full_context import FullContextConfig
 
     overhead = FullContextConfig().turn_overhead_tokens
-    tokens = sum(llm.count_tokens(event.text) + overhead
-                 + (reply_tokens if event.reply is None else llm.count_tokens(event.reply))
-                 for event in suite.events() if event.store)
-    return window_for_span(tokens)
+    per_user: dict[str | None, int] = {}  # each conversation is its own full_context history
+    for event in suite.events():
+        if event.store:
+            per_user[event.user_id] = per_user.get(event.user_id, 0) + (
+                llm.count_tokens(event.text) + overhead
+                + (reply_tokens if event.reply is None else llm.count_tokens(event.reply)))
+    return window_for_span(max(per_user.values(), default=0))
 
 
 def run_condition(condition: str, suite: str, span: int, seed: int = 0, *,

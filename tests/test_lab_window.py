@@ -62,3 +62,21 @@ def test_other_runs_keep_the_window_of_their_span(tmp_path, windows, suite, cond
     spec = _spec(suite, condition, 1000, answered=0)
     lab.run(spec, tmp_path, progress=False)
     assert windows == [spec.window]
+
+
+def test_a_suite_of_several_conversations_needs_the_window_of_its_longest():
+    """Each conversation of LoCoMo or LongMemEval is its own user's full_context history."""
+    from memlab.bench.base import Suite, SuiteEvent
+
+    class TwoUsers(Suite):
+        whole_history = True
+
+        def events(self):
+            long, short = "word " * 3000, "word " * 1000
+            return [SuiteEvent(index=0, kind="filler", text=long, reply="ok", user_id="a"),
+                    SuiteEvent(index=1, kind="filler", text=short, reply="ok", user_id="b")]
+
+        def score(self, responses):
+            return []
+
+    assert lab.window_for_conversation(TwoUsers(), FakeLLM()) == window_for_span(3000 + 1 + 8)

@@ -126,6 +126,7 @@ class PublishedSuite(Suite):
     Subclasses set ``units`` and ``judge`` and add one unit's events in ``_add_unit``.
     """
 
+    whole_history = True  # a question may need any turn of its conversation
     units: list[Any]
     judge: Any = None
     _events: list[SuiteEvent] | None = None
