@@ -33,12 +33,14 @@ def _json_grammar(schema_json: str | None):
             return LlamaGrammar.from_json_schema(schema_json, verbose=False)
         except Exception:  # noqa: BLE001 - the converter's errors are KeyError, AssertionError...
             pass
-        try:  # it loses ``$defs`` below a top-level ``$ref`` (a RootModel of one model)
-            return LlamaGrammar.from_json_schema(json.dumps(inline_refs(json.loads(schema_json))),
-                                                 verbose=False)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("no grammar for this JSON schema (%r): any JSON is allowed and only "
-                        "validation checks the reply", exc)
+        schema = json.loads(schema_json)
+        if "$ref" in schema:  # it loses ``$defs`` below a top-level ``$ref`` (a RootModel of
+            try:  # one model); other schemas keep the any-JSON fallback they were measured with
+                return LlamaGrammar.from_json_schema(json.dumps(inline_refs(schema)),
+                                                     verbose=False)
+            except Exception:  # noqa: BLE001
+                pass
+        log.debug("no grammar for this JSON schema: any JSON is allowed, validation checks it")
     return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
 
 
