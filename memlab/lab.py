@@ -103,10 +103,11 @@ def run(spec: RunSpec, results_dir: str | Path | None = None, *, llm: Any = None
     from memlab.bench.runner import run as run_spec
 
     memory_llm = llm
-    if llm is None:
+    built = llm is None  # a model the caller gives is used as it is
+    if built:
         llm, memory_llm = make_models(spec)
     suite = build_suite(spec, llm)
-    if (spec.n_ctx is None and suite.whole_history
+    if (built and spec.n_ctx is None and suite.whole_history
             and MEMORIES.resolve(spec.condition).sized_to_answering_model):
         needed = window_for_conversation(suite, llm)
         if needed > llm.context_window:  # the conversation came out longer than its span

@@ -80,3 +80,10 @@ def test_a_suite_of_several_conversations_needs_the_window_of_its_longest():
             return []
 
     assert lab.window_for_conversation(TwoUsers(), FakeLLM()) == window_for_span(3000 + 1 + 8)
+
+
+def test_a_model_the_caller_gives_is_kept(tmp_path, windows):
+    given = FakeLLM(default="A", context_window=4096)
+    spec = _spec("persona", "full_context", 1500, answered=0)
+    lab.run(spec, tmp_path, llm=given, progress=False)
+    assert windows == []  # nothing built in its place
