@@ -225,7 +225,15 @@ def _start_slow_grid(tmp_path):
         return subprocess.Popen(
             [sys.executable, "-c", LAUNCH, str(tmp_path / "notebooks" / "condition.ipynb"),
              "grid", "--spec", "stop.yaml", "--results", "results", "--workers", "2"],
-            cwd=tmp_path, env=env, stdout=out, stderr=err, start_new_session=True)
+            cwd=tmp_path, env=env, stdout=out, stderr=err, start_new_session=True,
+            # as from a terminal: a test run started in the background (``make test &``) ignores
+            # SIGINT, the grid would inherit that, and Ctrl-C would never reach it
+            preexec_fn=_default_stop_signals)
+
+
+def _default_stop_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def _wait_for_running_cells(tmp_path, proc, timeout=60):
