@@ -88,6 +88,31 @@ def test_locomo_table_cells_match_hand_computation(results):
                       "adversarial"]
 
 
+def test_an_answer_from_the_response_cache_has_no_answer_time(results, tmp_path):
+    """A re-run served from the cache looks up its answers in milliseconds: that is no answer
+    latency, so its total time is left out (the memory search is still timed)."""
+    import json
+    import shutil
+    copy = tmp_path / "results"
+    shutil.copytree(results / "locomo-full_context-4000-s0", copy / "locomo-full_context-4000-s0")
+    path = copy / "locomo-full_context-4000-s0" / "turns.jsonl"
+    turns = [t | ({"cached": True} if t.get("test_id") == "conv-a:q0" else {})
+             for t in read_jsonl(path)]
+    path.write_text("".join(json.dumps(t) + "\n" for t in turns))
+    questions = literature.questions_frame(copy, "locomo").set_index("test_id")
+    assert np.isnan(questions.loc["conv-a:q0", "total_s"])
+    assert not np.isnan(questions.loc["conv-a:q0", "search_s"])
+    assert not np.isnan(questions.loc["conv-a:q1", "total_s"])
+    timed = questions[(questions["test_type"] != "adversarial") & questions["total_s"].notna()]
+    overall = literature.locomo_table(questions.reset_index()).set_index("group").loc["overall"]
+    assert overall["total_p50_s"] == pytest.approx(np.percentile(timed["total_s"], 50))
+    every = [t | {"cached": True} for t in turns]
+    path.write_text("".join(json.dumps(t) + "\n" for t in every))
+    overall = literature.locomo_table(literature.questions_frame(copy, "locomo")
+                                      ).set_index("group").loc["overall"]
+    assert np.isnan(overall["total_p50_s"]) and not np.isnan(overall["search_p50_s"])
+
+
 def test_paired_comparisons_use_the_same_questions(results):
     questions = literature.questions_frame(results, "locomo")
     paired = literature.paired_comparisons(questions, "full_context").set_index("condition")

@@ -41,7 +41,8 @@ def questions_frame(results_dir: str | Path, suite: str) -> pd.DataFrame:
     (``verdict``: J, accuracy, or declined; NaN when not judged), f1, bleu1 (LoCoMo), reached
     and evidence
     (evidence turns reached / named), prompt_tokens, search_s (memory recall) and total_s
-    (recall + answer), abstention (LongMemEval).
+    (recall + answer; NaN when the answer came from the response cache: its time is a lookup,
+    not an answer), abstention (LongMemEval).
     """
     scores, turns = data.scores_frame(results_dir), data.turns_frame(results_dir)
     if scores.empty or suite not in set(scores["suite"]):
@@ -60,7 +61,8 @@ def questions_frame(results_dir: str | Path, suite: str) -> pd.DataFrame:
         "reached": records.map(lambda r: sum(bool(x.get("reached")) for x in r)),
         "evidence": records.map(len), "prompt_tokens": rows["prompt_tokens"].astype(float),
         "search_s": rows["memory_latency_s"].astype(float),
-        "total_s": rows["memory_latency_s"].astype(float) + rows["llm_latency_s"].astype(float),
+        "total_s": (rows["memory_latency_s"].astype(float) + rows["llm_latency_s"].astype(float)
+                    ).where(~rows["cached"].fillna(False).astype(bool)),
         "abstention": meta.map(lambda m: bool(m.get("abstention", False)))})
     return data.order_conditions(out[QUESTION_COLUMNS])
 
@@ -86,7 +88,7 @@ def _cell(rows: pd.DataFrame) -> dict:
         cell |= {name: value.estimate, f"{name}_low": value.low, f"{name}_high": value.high}
     cell["evidence_n"] = recall.n
     for column, name, own in (("search_s", "search", rows), ("total_s", "total", answered)):
-        seconds = own[column].to_numpy(dtype=float)
+        seconds = own[column].dropna().to_numpy(dtype=float)
         p50, p95 = np.percentile(seconds, [50, 95]) if seconds.size else (np.nan, np.nan)
         cell |= {f"{name}_p50_s": p50, f"{name}_p95_s": p95}
     return cell
@@ -110,7 +112,8 @@ def locomo_table(questions: pd.DataFrame) -> pd.DataFrame:
     """Per condition and category (``group``; ``overall`` = categories 1-4, Mem0's headline):
     n answered, J, F1, B1 (each with ``_low``/``_high``), evidence recall (its n in
     ``evidence_n``), prompt tokens and memory-search p50/p95 seconds (every question: an
-    evidence-only prompt is built and counted too), total p50/p95 seconds (answered ones).
+    evidence-only prompt is built and counted too), total p50/p95 seconds (answered ones
+    not served from the response cache; empty when every answer was).
     For ``adversarial``, J is the share of answers that decline (LoCoMo's rule) and F1/B1
     are empty."""
     groups = {name: questions["test_type"] == name for name in LOCOMO_ORDER
