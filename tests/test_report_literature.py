@@ -128,6 +128,23 @@ def test_paired_comparisons_use_the_same_questions(results):
         literature.paired_comparisons(questions, "hybrid")
 
 
+def test_paired_f1_is_the_mean_paired_difference_with_a_bootstrap_interval(results):
+    questions = literature.questions_frame(results, "locomo")
+    paired = literature.paired_comparisons(questions, "vanilla", measure="f1"
+                                           ).set_index("condition")
+    scored = questions[questions["answered"] & (questions["test_type"] != "adversarial")]
+    wide = scored.pivot_table(index="test_id", columns="condition", values="f1",
+                              aggfunc="first", observed=True)
+    diffs = (wide["oracle"] - wide["vanilla"]).astype(float)
+    oracle = paired.loc["oracle"]
+    assert oracle["measure"] == "f1" and oracle["n"] == len(diffs) == 7
+    assert oracle["difference"] == pytest.approx(diffs.mean()) and oracle["difference"] > 0
+    assert oracle["low"] <= oracle["difference"] <= oracle["high"]
+    assert oracle["p_holm"] >= oracle["p"]
+    with pytest.raises(ConfigError, match="measure 'j'"):
+        literature.paired_comparisons(questions, "vanilla", measure="j")
+
+
 def test_longmemeval_table_reports_type_task_average_and_abstention(results):
     table = literature.longmemeval_table(literature.questions_frame(results, "longmemeval"))
     oracle = table[table["condition"] == "oracle"].set_index("group")
@@ -140,7 +157,7 @@ def test_longmemeval_table_reports_type_task_average_and_abstention(results):
 
 def test_write_literature_writes_tables_and_figure(results, tmp_path):
     written = literature.write_literature(results, tmp_path)
-    assert set(written) == {"locomo_table", "locomo_paired", "locomo_figure",
+    assert set(written) == {"locomo_table", "locomo_paired", "locomo_paired_f1", "locomo_figure",
                             "longmemeval_table", "longmemeval_paired", "longmemeval_figure"}
     assert all(path.exists() and path.stat().st_size > 0 for paths in written.values()
                for path in paths)

@@ -141,25 +141,33 @@ def longmemeval_table(questions: pd.DataFrame) -> pd.DataFrame:
 
 
 def paired_comparisons(questions: pd.DataFrame, reference: str = "full_context",
-                       group: str | None = None) -> pd.DataFrame:
-    """Each condition against ``reference`` on the questions both answered (J or accuracy;
-    adversarial questions left out): difference (``second - first`` = condition - reference)
-    with Newcombe's interval, exact McNemar p and its Holm-corrected value."""
+                       group: str | None = None, measure: str = "score") -> pd.DataFrame:
+    """Each condition against ``reference`` on the questions both answered (adversarial
+    questions left out): difference (``second - first`` = condition - reference) with its
+    interval and p, Holm-corrected over the conditions. ``measure``: ``score`` (J or accuracy,
+    0/1: Newcombe's interval, exact McNemar) or ``f1`` / ``bleu1`` (LoCoMo, fractional:
+    paired bootstrap, sign-flip test); ``condition_only`` / ``reference_only`` count the
+    questions only one side got right (``score`` only)."""
+    if measure not in ("score", "f1", "bleu1"):
+        raise ConfigError(f"paired comparisons: measure {measure!r} is not score, f1 or bleu1")
     scored = questions[questions["answered"] & (questions["test_type"] != "adversarial")]
     if group is not None:
         scored = scored[scored["test_type"] == group]
-    wide = scored.pivot_table(index="test_id", columns="condition", values="score",
-                              aggfunc="first", observed=True)
+    wide = scored.assign(value=scored[measure].astype(float)).pivot_table(
+        index="test_id", columns="condition", values="value", aggfunc="first", observed=True)
     if reference not in wide:
         raise ConfigError(f"paired comparisons: no answered questions of {reference!r}")
     rows = []
     for condition in [c for c in wide.columns if c != reference]:
         pair = wide[[reference, condition]].dropna()
-        test = stats.mcnemar(pair[reference], pair[condition])
-        rows.append({"condition": condition, "reference": reference, "n": test.n,
-                     "difference": test.estimate, "low": test.low, "high": test.high,
-                     "p": test.p_value, "condition_only": test.second_only,
-                     "reference_only": test.first_only})
+        if measure == "score":
+            test = stats.mcnemar(pair[reference], pair[condition])
+            only = {"condition_only": test.second_only, "reference_only": test.first_only}
+        else:
+            test, only = stats.paired_bootstrap(pair[reference], pair[condition]), {}
+        rows.append({"condition": condition, "reference": reference, "measure": measure,
+                     "n": test.n, "difference": test.estimate, "low": test.low,
+                     "high": test.high, "p": test.p_value} | only)
     frame = pd.DataFrame(rows)
     if len(frame):
         frame["p_holm"] = stats.holm(frame["p"])
@@ -194,10 +202,13 @@ def display(table: pd.DataFrame, percent: tuple[str, ...] = ("J", "F1", "B1",
 
 
 def plot_literature(table: pd.DataFrame, title: str) -> plt.Figure:
-    """Mem0's figure: J per group and condition (bars, 95% intervals), and overall J against
-    prompt tokens per question."""
+    """Mem0's figure and memlab's measure beside it: J per group and condition (bars, 95%
+    intervals), evidence recall per condition over every question (the measure that needs no
+    judge), and overall J against prompt tokens per question (log scale: full_context's
+    history is tens of times the others' prompts)."""
     style.apply_style()
-    fig, (bars, cost) = plt.subplots(1, 2, figsize=(13, 4.2), width_ratios=(2.2, 1))
+    fig, (bars, recall, cost) = plt.subplots(1, 3, figsize=(16, 4.4), width_ratios=(2.2, 1, 1),
+                                             layout="constrained")
     shown = table[~table["group"].isin(("task-averaged",))].dropna(subset=["J_low"])
     conditions = list(dict.fromkeys(shown["condition"]))
     groups = [g for g in shown["group"].cat.categories if g in set(shown["group"])]
@@ -210,14 +221,25 @@ def plot_literature(table: pd.DataFrame, title: str) -> plt.Figure:
         bars.bar(x, 100 * own["J"], width, yerr=errors, capsize=2,
                  color=palette.get(condition), label=style.label(condition))
         overall = own.loc[groups[-1]] if "overall" not in groups else own.loc["overall"]
+        recall.barh(k, 100 * overall["evidence_recall"], color=palette.get(condition),
+                    xerr=[[100 * max(0.0, overall["evidence_recall"]
+                                     - overall["evidence_recall_low"])],
+                          [100 * max(0.0, overall["evidence_recall_high"]
+                                     - overall["evidence_recall"])]], capsize=2)
         cost.errorbar(overall["tokens"], 100 * overall["J"], fmt="o",
                       yerr=[[100 * (overall["J"] - overall["J_low"])],
                             [100 * (overall["J_high"] - overall["J"])]],
                       color=palette.get(condition))
+    n = int(shown["n"].max()) if len(shown) else 0
     bars.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, groups, rotation=20)
-    bars.set(ylabel="J / accuracy (%)", ylim=(0, 100), title=title)
-    cost.set(xlabel="prompt tokens per question", ylabel="overall (%)", ylim=(0, 100))
-    fig.legend(loc="upper center", ncol=min(len(conditions), 8), bbox_to_anchor=(0.5, -0.02))
+    bars.set(ylabel="J / accuracy (%)", ylim=(0, 100), title=f"{title}: answered (n <= {n})")
+    recall.set_yticks(range(len(conditions)), [style.label(c) for c in conditions])
+    recall.invert_yaxis()
+    recall.set(xlabel="evidence recall (%)", xlim=(0, 100), title="evidence reaching the prompt")
+    cost.set(xlabel="prompt tokens per question", ylabel="overall (%)", ylim=(0, 100),
+             xscale="log", title="accuracy vs cost")
+    fig.legend(*bars.get_legend_handles_labels(), loc="upper center",
+               ncol=min(len(conditions), 8), bbox_to_anchor=(0.5, -0.02))
     return fig
 
 
@@ -242,6 +264,10 @@ def write_literature(results_dir: str | Path, out_dir: str | Path = "figures") -
             written[f"{suite}_paired"] = tables.write_table(
                 paired_comparisons(questions, reference), f"{suite}_paired",
                 Path(out_dir) / "tables")
+            if suite == "locomo":  # F1 separates conditions where a lenient judge does not
+                written[f"{suite}_paired_f1"] = tables.write_table(
+                    paired_comparisons(questions, reference, measure="f1"),
+                    f"{suite}_paired_f1", Path(out_dir) / "tables")
         written[f"{suite}_figure"] = style.save(plot_literature(table, title),
                                                   f"{suite}_figure", out_dir)
     return written
