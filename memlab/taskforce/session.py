@@ -43,8 +43,8 @@ log = logging.getLogger(__name__)
 
 Event = Thought | Action | Observation
 OBSERVATION_CHARS = 500
-ANSWER_STEP = ("Give the mission's answer from the results of the steps (first do what the "
-               "mission still asks, if anything)")
+ANSWER_STEP = ("Answer the mission: the value or text it asks for, taken from the results "
+               "of the steps (first do what the mission still asks, if anything)")
 ANSWER_CRITERION = "the mission is done and its answer is given"
 
 

@@ -254,8 +254,9 @@ class FinishTool(Tool):
     """End the current step with its result (seed action ``complete``)."""
 
     name = "finish"
-    description = "the current step is done: give its result (a number, a short text)"
-    parameters = {"answer": "the step's result"}
+    description = ("the current step is done: give its result itself (the number or the "
+                   "text, as the results show it; not a description of it)")
+    parameters = {"answer": "the step's result itself"}
     max_chars = {"answer": 300}
     action = ActionType.COMPLETE
 
