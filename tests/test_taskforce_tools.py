@@ -8,6 +8,7 @@ import pytest
 
 from memlab.errors import ConfigError
 from memlab.models.retrieval import RetrievedChunk
+from memlab.taskforce.sandbox import run_python_expression
 from memlab.taskforce.tools import (
     TOOLS,
     AskUserTool,
@@ -59,6 +60,20 @@ def test_file_tools_stay_inside_the_sandbox(tmp_path):
     assert not (tmp_path.parent / "evil.txt").exists()
 
 
+def test_reading_a_missing_file_names_the_files_there_are(tmp_path):
+    # small models guess paths ("path/to/document.txt") and retried them until the step limit
+    box = Toolbox.default(tmp_path / "sandbox")
+    assert "its files: none" in box.get("file_read").run({"path": "path/to/doc.txt"}).error
+    box.get("file_write").run({"path": "numbers.txt", "content": "1 2"})
+    box.get("file_write").run({"path": "notes/motto.txt", "content": "Small steps"})
+    result = box.get("file_read").run({"path": "path/to/doc.txt"})
+    assert not result.success
+    assert "no file 'path/to/doc.txt'" in result.error
+    assert "its files: notes/motto.txt, numbers.txt" in result.error
+    outside = box.get("file_read").run({"path": "../numbers.txt"})
+    assert "leaves the sandbox" in outside.error and "its files" not in outside.error
+
+
 def test_text_search_finds_lines_case_insensitively(tmp_path):
     box = Toolbox.default(tmp_path)
     (tmp_path / "a.txt").write_text("Robots walk.\nHumanoid robots balance.\n")
@@ -104,6 +119,13 @@ def test_python_tool_evaluates_expressions_in_a_subprocess(expression, expected)
 def test_python_tool_refuses_or_contains_what_it_must(expression, error):
     result = PythonTool().run({"expression": expression})
     assert not result.success and error in result.error
+
+
+def test_the_cpu_limit_stops_the_child_as_a_time_limit_too():
+    # CI: on a fast machine the CPU rlimit killed the child before the wall-clock limit and
+    # the tool reported "the expression stopped the sandbox: exit status -9"
+    with pytest.raises(TimeoutError, match="1 CPU seconds"):
+        run_python_expression("sum(range(10 ** 12))", time_limit_s=60, cpu_limit_s=1)
 
 
 def test_python_tool_has_a_time_limit():

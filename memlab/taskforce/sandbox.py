@@ -8,7 +8,8 @@ Layers, each of which alone stops a different escape:
    user folder) in an empty temporary folder, with builtins cut down to pure functions and
    ``math``;
 3. the child has resource limits: CPU seconds, address space, no file it may write to, no new
-   processes; the parent kills it at the wall-clock ``time_limit_s``.
+   processes; the parent kills it at the wall-clock ``time_limit_s``. The CPU limit is a
+   backstop one second above it; whichever stops the child, the caller gets ``TimeoutError``.
 
 Only the ``repr`` of the value comes back (at most ``MAX_OUTPUT_CHARS``).
 """
@@ -16,6 +17,8 @@ Only the ``repr`` of the value comes back (at most ``MAX_OUTPUT_CHARS``).
 from __future__ import annotations
 
 import ast
+import math
+import signal
 import subprocess
 import sys
 import tempfile
@@ -63,12 +66,17 @@ def check_expression(expression: str) -> None:
             raise ValueError(f"names starting with '_' are not allowed: {name!r}")
 
 
-def run_python_expression(expression: str, *, time_limit_s: float = 5.0) -> str:
+CPU_LIMIT_SIGNALS = (-signal.SIGXCPU, -signal.SIGKILL)  # soft, then hard RLIMIT_CPU
+
+
+def run_python_expression(expression: str, *, time_limit_s: float = 5.0,
+                          cpu_limit_s: int | None = None) -> str:
     """The ``repr`` of ``expression``'s value, computed in a limited child process.
 
     Raises:
         ValueError: refused before running, or the expression raised (its error).
-        TimeoutError: no result within ``time_limit_s`` (the child is killed).
+        TimeoutError: no result within ``time_limit_s`` wall-clock seconds, or the child used
+            its ``cpu_limit_s`` CPU seconds (default: one more than ``time_limit_s``, rounded up).
 
     Example:
         >>> run_python_expression("sorted({3, 1, 2})")
@@ -77,7 +85,7 @@ def run_python_expression(expression: str, *, time_limit_s: float = 5.0) -> str:
     import json
 
     check_expression(expression)
-    cpu = max(1, int(time_limit_s + 0.999))
+    cpu = cpu_limit_s or max(1, math.ceil(time_limit_s) + 1)
     command = [sys.executable, "-I", "-S", "-c", CHILD, str(cpu), str(MEMORY_BYTES)]
     with tempfile.TemporaryDirectory(prefix="memlab-python-") as folder:
         try:
@@ -85,6 +93,8 @@ def run_python_expression(expression: str, *, time_limit_s: float = 5.0) -> str:
                                   timeout=time_limit_s, cwd=folder, env={})
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"no result within {time_limit_s:g} s (time limit)") from None
+    if done.returncode in CPU_LIMIT_SIGNALS and not done.stdout.strip():
+        raise TimeoutError(f"no result within {cpu} CPU seconds (time limit)")
     try:
         reply = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
