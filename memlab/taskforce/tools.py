@@ -153,6 +153,7 @@ class _SandboxTool(Tool):
 
 
 MAX_FILE_CHARS = 100_000
+LISTED_FILES = 20
 
 
 class FileReadTool(_SandboxTool):
@@ -162,7 +163,13 @@ class FileReadTool(_SandboxTool):
     max_chars = {"path": 120}
 
     def _run(self, path: str) -> str:
-        return self.resolve(path).read_text(encoding="utf-8")[:MAX_FILE_CHARS]
+        target = self.resolve(path)
+        if not target.is_file():  # name the files there are: small models guess paths
+            present = sorted(str(f.relative_to(self.sandbox)) for f in self.sandbox.rglob("*")
+                             if f.is_file())[:LISTED_FILES]
+            raise FileNotFoundError(f"no file {path!r} in the workspace; its files: "
+                                    + (", ".join(present) or "none"))
+        return target.read_text(encoding="utf-8")[:MAX_FILE_CHARS]
 
 
 class FileWriteTool(_SandboxTool):
