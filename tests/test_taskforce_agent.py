@@ -23,9 +23,9 @@ from memlab.models.taskforce import (
     TodoList,
 )
 from memlab.stores.sql import SqlStore
-from memlab.taskforce.lessons import EXTRACT_SYSTEM
+from memlab.taskforce.lessons import EXTRACT_SYSTEM, LessonDraft
 from memlab.taskforce.planner import PLANNER_SYSTEM, Planner, execution_order
-from memlab.taskforce.react import CHECK_SYSTEM, REACT_SYSTEM, TaskforceAgent
+from memlab.taskforce.react import ANSWER_SYSTEM, CHECK_SYSTEM, REACT_SYSTEM, TaskforceAgent
 from memlab.taskforce.repository import TaskforceRepository
 from memlab.taskforce.session import ANSWER_STEP
 from memlab.taskforce.tools import Toolbox
@@ -45,6 +45,9 @@ LESSONS = {"lessons": [{
     "confidence": 0.9, "tool_name": "calculator"}]}
 
 
+RESULT = r"step \d+ \(.*\):\n(.+)"  # one result in an answer or step prompt
+
+
 class Script:
     """Routes on the system prompt; computes each step's expression from its dependencies."""
 
@@ -53,6 +56,7 @@ class Script:
         self.verdicts, self.checks = list(verdicts), []
         self.planner_prompts: list[str] = []
         self.step_prompts: list[str] = []
+        self.answer_prompts: list[str] = []
 
     def __call__(self, messages):
         system, user = messages[0].content, messages[1].content
@@ -68,6 +72,9 @@ class Script:
         if system == CHECK_SYSTEM:
             self.checks.append(user)
             return self.verdicts.pop(0) if self.verdicts else "yes"
+        if system == ANSWER_SYSTEM:  # the last result is the answer
+            self.answer_prompts.append(user)
+            return f"The answer is {re.findall(RESULT, user)[-1]}."
         assert system == REACT_SYSTEM
         self.step_prompts.append(user)
         return json.dumps(self.step(user))
@@ -75,10 +82,6 @@ class Script:
     @staticmethod
     def step(prompt):
         position = int(re.search(r"Current step: (\d+)", prompt).group(1))
-        if f"Current step: {position}. {ANSWER_STEP}" in prompt:  # the last result is the answer
-            last = re.findall(r"step \d+ \(.*\):\n(.+)", prompt)[-1]
-            return {"thought": "Done.", "tool": "finish",
-                    "arguments": {"answer": f"The answer is {last}."}}
         seen = re.findall(r"-> (.+)", prompt.split("Observations so far:")[1])
         if seen:
             return {"thought": "The tool answered; the criteria are met.", "tool": "finish",
@@ -203,6 +206,23 @@ def test_lesson_from_session_one_appears_in_session_two_prompts(repo, tmp_path):
     assert [lesson.lesson for lesson in second.lessons_used] == [LESSON_TEXT]
     assert LESSON_TEXT in script.planner_prompts[0]
     assert all(LESSON_TEXT in prompt for prompt in script.step_prompts)
+    # the takeaway and its tool, not what worked (the earlier mission's own values: the 1.5B
+    # planned later lookups as the earlier one's search)
+    assert f"- {LESSON_TEXT} (tool: calculator)" in script.planner_prompts[0]
+    assert "One calculator call per step" not in script.planner_prompts[0] + "".join(
+        script.step_prompts)
+
+
+def test_a_lesson_confidence_written_as_a_percentage_is_kept_as_a_fraction(repo, tmp_path):
+    # the 0.5B wrote confidences like 90: every lesson of a successful session was lost
+    script = Script()
+    draft = dict(LESSONS["lessons"][0], confidence=90)
+    llm = FakeLLM([lambda m: json.dumps({"lessons": [draft]})
+                   if m[0].content == EXTRACT_SYSTEM else script(m)])
+    result = TaskforceAgent(llm, repo, Toolbox.default(tmp_path / "sandbox")).run(MISSION)
+    assert [lesson.confidence for lesson in result.lessons_learned] == [0.9]
+    with pytest.raises(ValidationError, match="confidence"):
+        LessonDraft.model_validate(dict(draft, confidence=900))
 
 
 def test_lessons_are_scoped_per_user(repo, tmp_path):
@@ -309,7 +329,8 @@ def test_a_successful_call_finishes_its_item_without_asking_the_model(repo, tmp_
     script = Script()
     llm = FakeLLM([script])
     result = TaskforceAgent(llm, repo, Toolbox.default(tmp_path)).run(MISSION)
-    assert result.succeeded and not script.checks and len(script.step_prompts) == 3 + 1
+    assert result.succeeded and not script.checks and len(script.step_prompts) == 3
+    assert len(script.answer_prompts) == 1
     assert llm.calls == 1 + 3 + 1 + 1  # plan, one decision per item, the answer, lessons
     finishes = [e for e in result.events if getattr(e, "action_type", None) == "complete"]
     assert [f.action_data["arguments"]["answer"] for f in finishes] == [

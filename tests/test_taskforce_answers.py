@@ -1,6 +1,6 @@
 """How results travel in a Taskforce session: into the next step's prompt as text, and into the
-plan's answer item, which answers the mission from every item's result (and may first do
-what the plan left out). FakeLLM + SQLite."""
+plan's answer item, which answers the mission from every item's result in one plain-text
+call. FakeLLM + SQLite."""
 
 from __future__ import annotations
 
@@ -18,9 +18,8 @@ from memlab.stores.sql import SqlStore
 from memlab.taskforce.lessons import EXTRACT_SYSTEM
 from memlab.taskforce.missions import Mission, check_mission
 from memlab.taskforce.planner import PLANNER_SYSTEM, PlanDraft, Planner, plan_schema
-from memlab.taskforce.react import REACT_SYSTEM, TaskforceAgent
+from memlab.taskforce.react import ANSWER_SYSTEM, REACT_SYSTEM, TaskforceAgent
 from memlab.taskforce.repository import TaskforceRepository
-from memlab.taskforce.session import ANSWER_STEP
 from memlab.taskforce.tools import Toolbox
 
 SUM_MISSION = "Compute the sum of all whole numbers from 1 to 100."
@@ -34,12 +33,12 @@ def item(position, description, tool, dependencies=()):
 
 class Router:
     """Replies by system prompt: a fixed plan, ``steps(position, prompt)`` for each plan item,
-    ``answer(prompt)`` (default: finish with ``answer``) for the answer item, no lessons;
-    records every prompt it answers."""
+    ``answer`` (a text, or a function of the prompt) for the answer item's plain-text call,
+    no lessons; records every prompt it answers."""
 
     def __init__(self, plan_items, steps, answer="unused"):
         self.plan, self.steps = {"items": plan_items}, steps
-        self.answer = answer if callable(answer) else (lambda _: ("finish", {"answer": answer}))
+        self.answer = answer if callable(answer) else (lambda _: answer)
         self.prompts: dict[str, list[str]] = {"plan": [], "step": [], "answer": []}
 
     def __call__(self, messages):
@@ -49,14 +48,13 @@ class Router:
             return json.dumps(self.plan)
         if system == EXTRACT_SYSTEM:
             return json.dumps({"lessons": []})
+        if system == ANSWER_SYSTEM:
+            self.prompts["answer"].append(user)
+            return self.answer(user)
         assert system == REACT_SYSTEM
         position = int(re.search(r"Current step: (\d+)", user).group(1))
-        if f"Current step: {position}. {ANSWER_STEP}" in user:
-            self.prompts["answer"].append(user)
-            tool, arguments = self.answer(user)
-        else:
-            self.prompts["step"].append(user)
-            tool, arguments = self.steps(position, user)
+        self.prompts["step"].append(user)
+        tool, arguments = self.steps(position, user)
         return json.dumps({"thought": "Next.", "tool": tool, "arguments": arguments})
 
 
@@ -142,6 +140,9 @@ def test_the_planner_reads_what_each_tool_is_for_and_the_mission_last(tmp_path):
     prompt = messages[1].content
     assert "(for questions about what the documents say)" in prompt
     assert "p percent of x is x * p / 100" in prompt
+    # the 1.5B summed 1 to 100 with the calculator (a made-up expression: 2485)
+    assert "no ranges or lists (python has those)" in prompt
+    assert "sums over ranges" in prompt.split("python(")[1].split("\n")[0]
     assert prompt.index("Mission: Search the documents: why legs?") > prompt.index(
         "file_write(")
     assert "Add no step the mission does not ask for" in messages[0].content
@@ -167,45 +168,31 @@ def test_a_plan_says_its_length_first_and_the_grammar_holds_it_to_that(tmp_path)
     assert "steps_needed is 1 but there are 2 items" in llm.history[1][-1].content
 
 
-def test_the_answer_item_does_what_the_plan_left_out_then_answers(repo, tmp_path):
-    # a one-step plan for "read, then write": the answer item writes the file
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "motto.txt").write_text("Small steps, checked often.\n", encoding="utf-8")
-
-    def answer(prompt):
-        if "-> wrote" not in prompt:
-            return "file_write", {"path": "copy.txt", "content": "Small steps, checked often."}
-        return "finish", {"answer": "Copied the motto into copy.txt."}
-
-    router = Router([item(0, "Read motto.txt", "file_read")],
-                    lambda p, _: ("file_read", {"path": "motto.txt"}), answer=answer)
-    result = TaskforceAgent(FakeLLM([router]), repo, Toolbox.default(workspace)).run(
-        COPY_MISSION)
-    assert result.succeeded and result.final_answer == "Copied the motto into copy.txt."
-    assert (workspace / "copy.txt").read_text(encoding="utf-8") == "Small steps, checked often."
-    first, second = router.prompts["answer"]
-    assert "file_read" not in offered(first) and "file_write" in offered(first)  # read is done
-    assert "file_write" not in offered(second) and "finish" in offered(second)
-    assert [a for a in (e.action_data["tool"] for e in result.events
-                        if hasattr(e, "action_data"))] == [
-        "file_read", "finish", "file_write", "finish"]
-
-
-def test_the_answer_items_last_step_offers_only_finish(repo, tmp_path):
-    def busy(prompt):  # calls a tool at every step it may
-        tools = offered(prompt)
-        if tools == ["finish"]:
-            return "finish", {"answer": "5050"}
-        tool = next(t for t in ("calculator", "file_read", "text_search") if t in tools)
-        return tool, {"calculator": {"expression": "1 + 1"}, "file_read": {"path": "x.txt"},
-                      "text_search": {"query": "sum"}}[tool]
-
+def test_the_answer_item_is_one_plain_call_that_calls_no_tool(repo, tmp_path):
+    # as a ReAct step the answer item called python and file_read again after the work was
+    # done and finished with their output ('5050' in a file mission) or with its own
+    # description (the 1.5B: 'the value or text it asks for, ...')
     router = Router([item(0, "Sum the numbers 1 to 100", "python")],
-                    lambda p, _: ("python", {"expression": "sum(range(1, 101))"}), answer=busy)
-    agent = TaskforceAgent(FakeLLM([router]), repo, Toolbox.default(tmp_path / "ws"))
-    result = agent.run(SUM_MISSION)
+                    lambda p, _: ("python", {"expression": "sum(range(1, 101))"}),
+                    answer="  5050\n")
+    llm = FakeLLM([router])
+    result = TaskforceAgent(llm, repo, Toolbox.default(tmp_path / "ws")).run(SUM_MISSION)
     assert result.succeeded and result.final_answer == "5050"
-    prompts = router.prompts["answer"]
-    assert len(prompts) == agent.max_steps_per_item
-    assert offered(prompts[-1]) == ["finish"] and len(offered(prompts[0])) > 1
+    (prompt,) = router.prompts["answer"]
+    assert "Tools" not in prompt and prompt.endswith("The mission's answer:")
+    assert [e.action_data["tool"] for e in result.events if hasattr(e, "action_data")] == [
+        "python", "finish", "finish"]
+    answer_call = llm.params[2]
+    assert not answer_call.get("schema") and not answer_call.get("choices")
+    history = repo.history(result.session.session_id)
+    assert history[-1].action == "complete" and history[-1].observation == "5050"
+
+
+@pytest.mark.parametrize("reply, expected", [("", "5050"), ("x" * 400, "x" * 300)])
+def test_an_empty_answer_falls_back_to_the_last_result_and_a_long_one_is_clipped(
+        repo, tmp_path, reply, expected):
+    router = Router([item(0, "Sum the numbers 1 to 100", "python")],
+                    lambda p, _: ("python", {"expression": "sum(range(1, 101))"}), answer=reply)
+    result = TaskforceAgent(FakeLLM([router]), repo, Toolbox.default(tmp_path / "ws")).run(
+        SUM_MISSION)
+    assert result.succeeded and result.final_answer == expected

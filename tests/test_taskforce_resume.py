@@ -12,9 +12,8 @@ from memlab.llm.fake import FakeLLM
 from memlab.models._common import IllegalStatusTransition
 from memlab.models.taskforce import Session, SessionStatus, TaskStatus
 from memlab.stores.sql import SqlStore
-from memlab.taskforce.react import TaskforceAgent
+from memlab.taskforce.react import ANSWER_SYSTEM, TaskforceAgent
 from memlab.taskforce.repository import TaskforceRepository
-from memlab.taskforce.session import ANSWER_STEP
 from memlab.taskforce.tools import CalculatorTool, Toolbox
 
 
@@ -106,7 +105,7 @@ def test_killed_while_writing_the_missions_answer_resumes_with_only_the_answer(t
     script = Script()
 
     def dies_writing_the_answer(messages):
-        if f"Current step: 3. {ANSWER_STEP}" in messages[-1].content:
+        if messages[0].content == ANSWER_SYSTEM:
             raise Killed
         return script(messages)
 

@@ -6,7 +6,9 @@ Lessons are stored through the repository and retrieved for later missions by sh
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
 
 from memlab.llm.base import LLMClient, Message
 from memlab.llm.structured import complete_json
@@ -26,6 +28,14 @@ class LessonDraft(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
     what_failed: str | None = None
     tool_name: str | None = None
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _percent(cls, value: Any) -> Any:
+        """A confidence written as a percentage (the 0.5B wrote 90) is read as a fraction."""
+        if isinstance(value, int | float) and 1 < value <= 100:
+            return value / 100
+        return value
 
 
 class LessonDrafts(BaseModel):

@@ -127,11 +127,12 @@ def execution_order(todolist: TodoList) -> list[int]:
 
 
 def render_lessons(lessons: list[Lesson]) -> str:
-    """Lessons from earlier sessions, as the prompt shows them."""
+    """Lessons from earlier sessions, as the prompt shows them: the generalisable takeaway
+    and its tool. (What worked names the earlier mission's own values: shown it, the 1.5B
+    planned two later lookups as the earlier one's search.)"""
     if not lessons:
         return ""
-    lines = [f"- {lesson.lesson} (worked: {lesson.what_worked}"
-             + (f"; tool: {lesson.tool_name}" if lesson.tool_name else "") + ")"
+    lines = [f"- {lesson.lesson}" + (f" (tool: {lesson.tool_name})" if lesson.tool_name else "")
              for lesson in lessons]
     return "Lessons from earlier sessions:\n" + "\n".join(lines)
 

@@ -25,7 +25,14 @@ from pydantic import BaseModel, Field
 from memlab.errors import ConfigError, MemlabError
 from memlab.llm.base import LLMClient, Message
 from memlab.llm.structured import complete_json_reply
-from memlab.models.taskforce import Lesson, Profile, Session, SessionStatus, TodoList
+from memlab.models.taskforce import (
+    ActionType,
+    Lesson,
+    Profile,
+    Session,
+    SessionStatus,
+    TodoList,
+)
 from memlab.taskforce.planner import Planner, render_lessons
 from memlab.taskforce.repository import TaskforceRepository
 from memlab.taskforce.session import Event, SessionRun, answer_item
@@ -41,12 +48,17 @@ REACT_SYSTEM = (
 CHECK_SYSTEM = (
     "You check a task agent's work. Answer yes if the last result completes the current step "
     "(it meets the acceptance criteria), else no.")
+ANSWER_SYSTEM = (
+    "You give a task's final answer from the results of its steps. Reply with only the answer "
+    "the mission asks for (a number, a name, a phrase, a file's text, or what a file write "
+    "did), as the results give it, in at most one sentence. Do not describe the task.")
 NEXT_STEP = ("If the last observation gives the current step's result, call finish with it; "
              "otherwise call the tool that gets it.")
 STEP_INSTRUCTION = (
     'Reply with only a JSON object: {"thought": "<one sentence>", "tool": "<a tool name from '
     'the list>", "arguments": {<that tool\'s arguments by name>}}')
 RESULT_CHARS = 1500
+ANSWER_TOKENS = 96
 PLAN_RESULT_CHARS = 80
 
 
@@ -167,6 +179,24 @@ class TaskforceAgent:
         self.reasks += reply.reasks
         return to_decision(reply.value, self.toolbox)
 
+    def compose_answer(self, run: SessionRun) -> StepDecision:
+        """The answer item's step: one plain-text call writes the mission's answer from the
+        results of the planned items, and finish records it. (As a ReAct step the answer item
+        called tools again and finished with what they returned or with its own description:
+        on the 0.5B and the 1.5B it called python and file_read after the work was done.)"""
+        results = render_results(run.todolist, run.answers)
+        reply = self.llm.complete(
+            [Message(role="system", content=ANSWER_SYSTEM),
+             Message(role="user", content=f"Mission: {run.session.mission}\n\nResults of its "
+                     f"steps:\n{results or 'none'}\n\nThe mission's answer:")],
+            max_tokens=ANSWER_TOKENS)
+        finish = self.toolbox.names(ActionType.COMPLETE)[0]
+        limit = self.toolbox.get(finish).max_chars["answer"]
+        answer = reply.text.strip()[:limit] or _clip(_last(run.answers), limit)
+        return StepDecision(thought="The mission's answer, from the results of its steps.",
+                            tool=finish, arguments={"answer": answer},
+                            action=ActionType.COMPLETE)
+
     def step_done(self, run: SessionRun, position: int, result: Any) -> bool:
         """Ask the model whether ``result`` (the last successful call's) completes the item:
         one constrained word, yes or no."""
@@ -222,6 +252,10 @@ def render_results(todolist: TodoList, answers: dict[int, Any],
     chosen = sorted(answers) if positions is None else positions
     return "\n".join(f"step {p} ({todolist.item(p).description}):\n"
                      f"{_clip(answers[p], RESULT_CHARS)}" for p in chosen)
+
+
+def _last(answers: dict[int, Any]) -> Any:
+    return answers[max(answers)] if answers else ""
 
 
 def _clip(value: Any, limit: int) -> str:

@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 Event = Thought | Action | Observation
 OBSERVATION_CHARS = 500
 ANSWER_STEP = ("Answer the mission: the value or text it asks for, taken from the results "
-               "of the steps (first do what the mission still asks, if anything)")
+               "of the steps")
 ANSWER_CRITERION = "the mission is done and its answer is given"
 
 
@@ -130,6 +130,8 @@ class SessionRun:
         if item.status is TaskStatus.PENDING:
             item.status = TaskStatus.IN_PROGRESS
             self.current, self.item_steps, self.last_success = position, [], None
+        if item is answer_item(self.todolist):
+            return (yield from self.carry_out(self.agent.compose_answer(self), position))
         while len(self.item_steps) < self.agent.max_steps_per_item:
             decision = self.checked_finish(position) or self.agent.decide(self, position)
             outcome = yield from self.carry_out(decision, position)
@@ -202,11 +204,10 @@ class SessionRun:
         """After a successful tool call, finish the item with its output: at once (a plan item
         is one tool call, as the seed's single ``chosen_tool`` has it), or, with the agent's
         ``check_results``, when the model judges that the output meets the criteria. Small
-        models otherwise repeat the call instead of finishing. The answer item is finished by
-        the model (with the mission's answer)."""
+        models otherwise repeat the call instead of finishing."""
         item = self.todolist.item(position)
         result = item.execution_result
-        if not self.last_success or result is None or item is answer_item(self.todolist):
+        if not self.last_success or result is None:
             return None
         if self.agent.check_results and not self.agent.step_done(self, position, result.output):
             return None
@@ -218,17 +219,8 @@ class SessionRun:
     def repeat_guard(self) -> tuple[str, ...]:
         """Tools not offered at the next step: the one whose call just succeeded (see
         :mod:`memlab.taskforce.steps`); at an item's first step, every tool but the one its plan
-        chose and finish (the step then fills in the arguments). In the answer item: the tools
-        whose calls completed the plan's items (their results are in its prompt), and at its
-        last step every tool but finish (so the session always ends with an answer)."""
+        chose and finish (the step then fills in the arguments)."""
         toolbox, item = self.agent.toolbox, self.todolist.item(self.current)
-        actions = toolbox.names(ActionType.TOOL_CALL, ActionType.ASK_USER, ActionType.REPLAN)
-        if item is answer_item(self.todolist):
-            if len(self.item_steps) >= self.agent.max_steps_per_item - 1:
-                return tuple(actions)
-            used = {i.chosen_tool for i in self.todolist.items
-                    if i.status is TaskStatus.COMPLETED} | {self.last_success}
-            return tuple(n for n in actions if n in used)
         if self.last_success:
             return (self.last_success,)
         if self.item_steps or item.chosen_tool not in toolbox.names(ActionType.TOOL_CALL):
