@@ -139,6 +139,9 @@ def test_the_planner_reads_what_each_tool_is_for_and_the_mission_last(tmp_path):
                                            toolbox.describe(), [])
     prompt = messages[1].content
     assert "(for questions about what the documents say)" in prompt
+    # the 1.5B planned "Read the document containing ..." lookups with file_read
+    assert "search the ingested documents" in prompt.split("search_documents(")[1]
+    assert "(not for searching the documents)" in prompt.split("file_read(")[1].split("\n")[0]
     assert "p percent of x is x * p / 100" in prompt
     # the 1.5B summed 1 to 100 with the calculator (a made-up expression: 2485)
     assert "no ranges or lists (python has those)" in prompt

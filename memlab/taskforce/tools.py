@@ -113,8 +113,8 @@ def _eval(node: ast.AST) -> Any:
 class CalculatorTool(Tool):
     name = "calculator"
     description = ("evaluate an arithmetic expression written with the mission's numbers "
-                   "(+ - * / ** and sqrt, log, round...); a whole calculation is one call, "
-                   "p percent of x is x * p / 100")
+                   "(+ - * / ** and sqrt, log, round...); p percent of x is x * p / 100; "
+                   "no ranges or lists (python has those)")
     parameters = {"expression": "the arithmetic expression"}
     max_chars = {"expression": 200}
 
@@ -158,7 +158,8 @@ LISTED_FILES = 20
 
 class FileReadTool(_SandboxTool):
     name = "file_read"
-    description = "read a text file of the workspace folder that the mission names"
+    description = ("read a file of the workspace folder by the file name the mission gives "
+                   "(not for searching the documents)")
     parameters = {"path": "file path relative to the workspace"}
     max_chars = {"path": 120}
 
@@ -174,7 +175,8 @@ class FileReadTool(_SandboxTool):
 
 class FileWriteTool(_SandboxTool):
     name = "file_write"
-    description = "write (overwrite) a text file in the workspace folder"
+    description = ("write (overwrite) a text file in the workspace folder, with text the "
+                   "mission gives or an earlier step's result (a file read before it)")
     parameters = {"path": "file path relative to the workspace", "content": "the text to write"}
     max_chars = {"path": 120, "content": 1000}
 
@@ -219,7 +221,7 @@ class DocumentSearchTool(Tool):
     """Search over documents ingested into document QA (seed 001), by meaning; no web."""
 
     name = "search_documents"
-    description = ("find the passages of the ingested documents that answer a question (for "
+    description = ("search the ingested documents: the passages that answer a question (for "
                    "questions about what the documents say)")
     parameters = {"query": "what to look for, as a question or keywords"}
     max_chars = {"query": 200}
