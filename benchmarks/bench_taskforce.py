@@ -23,14 +23,18 @@ from seeds_common import DATA, rate, write
 from memlab import lab
 from memlab.taskforce.missions import check_mission, load_missions, prepare_workspace
 
+SHIPPED = DATA / "taskforce" / "missions.json"
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llm-model", default="0.5b")
     parser.add_argument("--only", default="", help="comma-separated mission ids (results go "
                         "to taskforce[-tier]-subset.json)")
+    parser.add_argument("--missions", type=Path, default=SHIPPED, help="a mission set (another "
+                        "set's results go to taskforce[-tier]-<its folder>.json)")
     args = parser.parse_args()
-    missions = load_missions(DATA / "taskforce" / "missions.json")
+    missions = load_missions(args.missions)
     chosen = [m for m in missions.missions if not args.only or m.id in args.only.split(",")]
     llm = lab.make_llm("local", args.llm_model, llm_cache=False)
     embedder = lab.make_embedder("minilm")
@@ -51,7 +55,8 @@ def main() -> None:
                           for kind in sorted({r["kind"] for r in rows})},
               "missions": rows}
     suffix = ("" if args.llm_model == "0.5b" else f"-{args.llm_model}") + (
-        "-subset" if args.only else "")  # a subset never replaces the full set's file
+        "" if args.missions.resolve() == SHIPPED.resolve() else f"-{args.missions.parent.name}"
+    ) + ("-subset" if args.only else "")  # a subset never replaces the full set's file
     write(f"taskforce{suffix}", result)
     print(f"{llm.model}: {successes}/{len(rows)} missions succeeded")
 
@@ -70,11 +75,17 @@ def run(agent, mission, workspace: Path) -> dict:
            "plan": [[i.description, i.chosen_tool, i.status.value]
                     for i in (result.todolist.items if result.todolist else [])],
            "steps": steps, "reasks": result.reasks, "seconds": round(seconds, 1),
-           "actions": [h.action for h in agent.repo.history(result.session.session_id)]}
+           "actions": [h.action for h in agent.repo.history(result.session.session_id)],
+           "lessons_used": [_lesson(x) for x in result.lessons_used],
+           "lessons_learned": [_lesson(x) for x in result.lessons_learned]}
     print(f"{mission.id} {'OK  ' if verdict.succeeded else 'FAIL'} {steps} steps "
           f"{seconds:.0f}s {verdict.reason} {row['actions']} answer: "
           f"{str(result.final_answer)[:100]!r}", flush=True)
     return row
+
+
+def _lesson(lesson) -> str:
+    return f"{lesson.lesson} (tool: {lesson.tool_name}; context: {lesson.context})"
 
 
 if __name__ == "__main__":
