@@ -41,6 +41,8 @@ The Taskforce ReAct agent (seed 004): plans a mission into steps, then thinks an
 tool per step (calculator, python, file_read / file_write in <workdir>/workspace,
 search_documents over documents ingested with `memlab docqa ingest`, ask_user, finish).
 Every step is saved; a session that was killed resumes with `memlab taskforce resume ID`.
+Use --llm-model 1.5b: it solved 8 of 10 held-out missions, the default 0.5B 3 of 10
+(benchmarks/results/taskforce*.json).
 """
 
 
@@ -94,7 +96,8 @@ def _add_taskforce(commands) -> None:
     tasks = taskforce.add_subparsers(dest="taskforce_command", metavar="<run|resume>",
                                      required=True, parser_class=OneLineParser)
     run = tasks.add_parser("run", help="run a new mission",
-                           epilog='example: memlab taskforce run "Compute 12 * 3, then add 6"')
+                           epilog='example: memlab taskforce run "Compute 12 * 3, then add 6" '
+                                  '--llm-model 1.5b')
     run.add_argument("mission", help="what the agent should do")
     run.add_argument("--user", default=None, help="user id (lessons are kept per user)")
     run.add_argument("--profile", default="dev", choices=["dev", "staging", "prod"],
