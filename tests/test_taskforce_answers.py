@@ -191,11 +191,14 @@ def test_the_answer_item_is_one_plain_call_that_calls_no_tool(repo, tmp_path):
     assert history[-1].action == "complete" and history[-1].observation == "5050"
 
 
-@pytest.mark.parametrize("reply, expected", [("", "5050"), ("x" * 400, "x" * 300)])
+@pytest.mark.parametrize("reply, expression, expected", [
+    ("", "sum(range(1, 101))", "5050"), ("x" * 400, "sum(range(1, 101))", "x" * 300),
+    ("", "'y' * 400", "'" + "y" * 299),  # a long last result, clipped to finish's limit
+])
 def test_an_empty_answer_falls_back_to_the_last_result_and_a_long_one_is_clipped(
-        repo, tmp_path, reply, expected):
+        repo, tmp_path, reply, expression, expected):
     router = Router([item(0, "Sum the numbers 1 to 100", "python")],
-                    lambda p, _: ("python", {"expression": "sum(range(1, 101))"}), answer=reply)
+                    lambda p, _: ("python", {"expression": expression}), answer=reply)
     result = TaskforceAgent(FakeLLM([router]), repo, Toolbox.default(tmp_path / "ws")).run(
         SUM_MISSION)
     assert result.succeeded and result.final_answer == expected

@@ -1,7 +1,8 @@
 """Cross-session lessons (seed 004 ``Memory``): extracted by the LLM after a successful session.
 
-Lessons are stored through the repository and retrieved for later missions by shared words
-(context similarity) and by tool; the planner and the ReAct prompts show them.
+Lessons are stored per user through the repository and retrieved for later missions by
+embedding similarity (:meth:`TaskforceRepository.lessons_for`); the planner and the ReAct
+prompts show their takeaway and tool (:func:`memlab.taskforce.planner.render_lessons`).
 """
 
 from __future__ import annotations

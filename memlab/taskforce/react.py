@@ -35,7 +35,7 @@ from memlab.models.taskforce import (
 )
 from memlab.taskforce.planner import Planner, render_lessons
 from memlab.taskforce.repository import TaskforceRepository
-from memlab.taskforce.session import Event, SessionRun, answer_item
+from memlab.taskforce.session import Event, SessionRun, answer_item, as_result
 from memlab.taskforce.steps import StepDecision, step_model, to_decision
 from memlab.taskforce.tools import Toolbox
 
@@ -192,7 +192,8 @@ class TaskforceAgent:
             max_tokens=ANSWER_TOKENS)
         finish = self.toolbox.names(ActionType.COMPLETE)[0]
         limit = self.toolbox.get(finish).max_chars["answer"]
-        answer = reply.text.strip()[:limit] or _clip(_last(run.answers), limit)
+        last = run.answers[max(run.answers)] if run.answers else ""
+        answer = (reply.text.strip() or str(as_result(last)).strip())[:limit]
         return StepDecision(thought="The mission's answer, from the results of its steps.",
                             tool=finish, arguments={"answer": answer},
                             action=ActionType.COMPLETE)
@@ -252,10 +253,6 @@ def render_results(todolist: TodoList, answers: dict[int, Any],
     chosen = sorted(answers) if positions is None else positions
     return "\n".join(f"step {p} ({todolist.item(p).description}):\n"
                      f"{_clip(answers[p], RESULT_CHARS)}" for p in chosen)
-
-
-def _last(answers: dict[int, Any]) -> Any:
-    return answers[max(answers)] if answers else ""
 
 
 def _clip(value: Any, limit: int) -> str:
