@@ -93,3 +93,18 @@ def test_current_scorers_differ_from_the_published_scores_only_on_three_spy_meet
     current = goodai_rescore(PUBLISHED_1K / "results")
     misses = {i.file for i in current.items if not i.agrees and i.test_type == "spy_meeting"}
     assert current.conformance() == (270, 273) and len(misses) == 3  # the lockpicks/docks cases
+
+
+def test_a_judge_yes_for_a_reply_without_the_jokes_words_is_overruled():
+    from memlab.llm.fake import FakeLLM
+
+    question = ["Which joke did I tell you about 2 hours 32 minutes ago?"]
+    unrelated = SCORERS["jokes"](question, ["The joke was two hours and 32 minutes ago."],
+                                 [JOKE], client=FakeLLM(["yes"]))
+    assert unrelated.score == 0 and "Overruled" in unrelated.reasoning[-1]
+    referred = SCORERS["jokes"](question, ["The joke about your plant."], [JOKE],
+                                client=FakeLLM(["yes"]))
+    assert referred.score == 1 and referred.judge == "llm"
+    refused = SCORERS["jokes"](question, ["The joke about your plant."], [JOKE],
+                               client=FakeLLM(["no"]))
+    assert refused.score == 0

@@ -234,14 +234,22 @@ def score_jokes(questions: list[str], responses: list[str], expected: list[Any],
                 client: Any = None, **_: Any):
     """The joke told at the asked time: recounted (case and punctuation ignored), or clearly
     referred to: at least half its content words in the reply (GoodAI asks a GPT judge whether
-    the reply "makes reference to" the joke; with ``client`` memlab asks the LLM judge)."""
+    the reply "makes reference to" the joke; with ``client`` memlab asks the LLM judge, and a
+    judge's yes counts only when the reply shares a content word with the joke that the question
+    does not have: the 1.5B judge said yes to "I told you about the two hours and 32 minutes
+    ago." for a joke about a ladder)."""
     joke, reply = str(expected[0]), responses[0]
     if cites(joke, reply):
         return Judgement(score=1, reasoning=["The correct joke is recounted."])
-    if client is not None:
-        return llm_judge(client, questions[:1], [reply], [joke])
     wanted = joke_words(joke)
     shared = wanted & joke_words(reply)
+    if client is not None:
+        judged = llm_judge(client, questions[:1], [reply], [joke])
+        if judged.score and not shared - joke_words(questions[0]):
+            return Judgement(score=0, judge="llm", reasoning=[
+                *judged.reasoning, "Overruled: the reply shares no content word with the joke "
+                "beyond the question's."])
+        return judged
     if wanted and len(shared) >= len(wanted) / 2:
         return Judgement(score=1, reasoning=[f"The reply refers to the correct joke ({len(shared)}"
                                              f" of its {len(wanted)} content words)."])
