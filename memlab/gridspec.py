@@ -8,6 +8,8 @@ is measured on, and states the smallest paired difference the grid detects (exac
 80% power, alpha 0.05), so a grid's power is known before anything runs.
 
 Three sizes ship: ``quick`` (``make paper``), ``standard`` (the README's findings) and ``full``.
+``peers`` runs mem0 and LangMem beside vanilla, rag, hybrid and sleep at the quick sizes, every
+memory on the 1.5B model (``memlab paper --spec peers``; docs/peers.md).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from memlab.bench.base import SUITES
 from memlab.bench.questions import answered_tests, is_answered
 from memlab.bench.spec import RunSpec
 from memlab.errors import ConfigError, fields_message
-from memlab.memory.base import CONDITIONS, MEMORIES
+from memlab.memory.base import CONDITIONS, MEMORIES, PEERS
 from memlab.stats import min_detectable_difference
 from memlab.userfiles import load_yaml
 
@@ -210,7 +212,18 @@ FULL = GridSpec(
     spans={"ltm": [1000, 4000, 8000], "persona": [8000, 32000]}, seeds=[0, 1, 2],
     suite_options={"ltm": {"examples": 3}, "persona": {"n_topics": 5}},
 )
-SPECS = {"quick": QUICK, "standard": STANDARD, "full": FULL}
+PEERS_SPEC = GridSpec(
+    name="peers", suites=PAPER_SUITES, llm_model="1.5b", memory_llm_model="1.5b",
+    description=("mem0 and LangMem beside vanilla, rag, hybrid and sleep (issue 16): the quick "
+                 "grid's suites and sizes, seed 0 only (no evidence-only seeds, no Table 2 "
+                 "cells), 24 tests answered per suite by the 1.5B model, and the 1.5B model as "
+                 "the memory model of every condition that writes memories (the peers store "
+                 "nothing useful on the 0.5B). Needs the peers extra."),
+    conditions=["vanilla", "rag", "hybrid", "sleep", *PEERS], spans=QUICK.spans, seeds=[0],
+    answered=QUICK.answered, needle_replies=QUICK.needle_replies,
+    suite_options=QUICK.suite_options, sleep_probes=False,
+)
+SPECS = {"quick": QUICK, "standard": STANDARD, "full": FULL, "peers": PEERS_SPEC}
 
 # The published suites' cells per grid size (``memlab paper --locomo PATH --longmemeval PATH``):
 # the span sizes the answering window (26k holds LoCoMo's longest conversation in a 32k window;
@@ -258,7 +271,8 @@ def validate_spec(values: dict[str, Any], source: str) -> GridSpec:
 
 
 def load_spec(name_or_path: str | Path) -> GridSpec:
-    """A built-in spec (quick, standard, full) or a YAML file with GridSpec's fields."""
+    """A built-in spec (``SPECS``: quick, standard, full, peers) or a YAML file with GridSpec's
+    fields."""
     if str(name_or_path) in SPECS:
         return SPECS[str(name_or_path)]
     path = Path(name_or_path)

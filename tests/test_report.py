@@ -12,7 +12,7 @@ from test_report_fixtures import write_results, write_run
 from memlab import lab, stats
 from memlab.bench.runlog import read_jsonl
 from memlab.errors import ConfigError
-from memlab.memory.base import CONDITIONS
+from memlab.memory.base import CONDITIONS, PEERS
 from memlab.report import data, figures, summary, tables, write_paper
 
 
@@ -167,8 +167,8 @@ def test_write_paper_writes_every_figure_and_table(results, tmp_path):
 
 def test_figures_use_one_colour_per_condition_in_condition_order():
     palette = figures.colours()
-    assert list(palette) == list(CONDITIONS)
-    assert len(set(palette.values())) == len(CONDITIONS)
+    assert list(palette) == list(CONDITIONS) + list(PEERS)  # the opt-in peers after them
+    assert len(set(palette.values())) == len(CONDITIONS) + len(PEERS)
 
 
 def test_empty_results_folder_is_a_clear_error(tmp_path):

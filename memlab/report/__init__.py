@@ -2,22 +2,41 @@
 
 ``write_paper(results_dir, figures_dir)`` reads every complete run under ``results_dir`` and writes
 every figure (PNG + PDF) into ``figures_dir`` and every table (CSV, LaTeX, markdown) into
-``figures_dir/tables``.
+``figures_dir/tables``; when the results hold a complete mem0 or LangMem run, also the peers
+figure and tables (``memlab.report.peers``; ``memlab paper --spec peers`` runs them).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from memlab.report import accuracy, data, figures, paired, recall, summary, tables
+from memlab.report import accuracy, data, figures, paired, peers, recall, summary, tables
+
+NO_PEERS = ("No complete mem0 or LangMem run in the results: `memlab paper --spec peers` runs "
+            "them beside vanilla, rag, hybrid and sleep, then writes this section.")
 
 
 def write_paper(results_dir: str | Path, figures_dir: str | Path = "figures") -> dict:
-    """Write all figures and tables; return ``{"figures": {...}, "tables": {...}}`` of paths."""
+    """Write all figures and tables; return ``{"figures": {...}, "tables": {...}}`` of paths
+    (a figure: [png, pdf]; a table: [csv, tex, md]; ``peers`` and ``peers_paired`` only with
+    peer runs)."""
     written_tables = tables.write_tables(results_dir, Path(figures_dir) / "tables")
     written_figures = figures.write_figures(results_dir, figures_dir)
     return {"figures": written_figures, "tables": written_tables}
 
 
-__all__ = ["accuracy", "data", "figures", "paired", "recall", "summary", "tables",
-           "write_paper"]
+def show_peers(written: dict) -> None:
+    """In a notebook: the peers figure and tables of ``write_paper``'s ``written``, or one line
+    saying how to produce them (``NO_PEERS``)."""
+    from IPython.display import Image, Markdown, display
+
+    if "peers" not in written["figures"]:
+        print(NO_PEERS)
+        return
+    display(Image(written["figures"]["peers"][0]),
+            *(Markdown(written["tables"][name][2].read_text()) for name in ("peers",
+                                                                           "peers_paired")))
+
+
+__all__ = ["accuracy", "data", "figures", "paired", "peers", "recall", "summary", "tables",
+           "show_peers", "write_paper"]

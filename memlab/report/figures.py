@@ -23,7 +23,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from memlab.bench.tables import table2  # noqa: E402
 from memlab.errors import ConfigError  # noqa: E402
-from memlab.report import accuracy, data, forest, paired, recall, summary  # noqa: E402
+from memlab.report import accuracy, data, forest, paired, peers, recall, summary  # noqa: E402
 from memlab.report.style import (  # noqa: E402
     SUITE_LABELS,
     apply_style,
@@ -244,8 +244,16 @@ def _routes_panel(ax: plt.Axes, rows: pd.DataFrame) -> None:
     ax.set(xlim=(0, 100), xlabel="Share of the pieces of evidence (%)")
 
 
+def plot_peers(pairs: pd.DataFrame) -> plt.Figure:
+    """mem0 and LangMem minus rag, hybrid and sleep on the same tests (``peers.paired``): the
+    accuracy forest plot, one panel per suite and cell (rows) and baseline (columns)."""
+    return forest.plot_forest(peers.forest_frame(pairs), "Accuracy",
+                              compared="each peer minus the baseline")
+
+
 def write_figures(results_dir: str | Path, out_dir: str | Path = "figures") -> dict[str, list]:
-    """Read every complete run under ``results_dir`` and write every figure to ``out_dir``.
+    """Read every complete run under ``results_dir`` and write every figure to ``out_dir``
+    (``peers`` only when the results hold a complete mem0 or LangMem run).
 
     Returns:
         figure name -> [png path, pdf path].
@@ -268,4 +276,7 @@ def write_figures(results_dir: str | Path, out_dir: str | Path = "figures") -> d
         "table2_sleep": plot_table2(*table2_frame(results_dir, scores)),
         "latency": plot_latency(summary.latency(turns)),
     }
+    peer_rows = peers.peer_rows(results_dir)
+    if peers.has_peers(peer_rows):
+        figures["peers"] = plot_peers(peers.paired(peer_rows))
     return {name: save(fig, name, out_dir) for name, fig in figures.items()}

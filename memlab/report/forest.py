@@ -3,7 +3,9 @@
 A forest plot shows, per suite and reference arm, each condition's paired difference from the
 reference (percentage points, 95% interval) on the questions both answered: a filled marker is
 significant after Holm's correction, a hollow one is not; the right margin gives the pairs and
-the Holm-adjusted p. Overlapping bars of two accuracies say little about their difference;
+the Holm-adjusted p. A frame may carry a ``note`` column (say the memory model and seed of the
+peers' cells): rows with different notes get panels of their own, the note in the title.
+Overlapping bars of two accuracies say little about their difference;
 these intervals are of the difference itself.
 """
 
@@ -20,31 +22,36 @@ from memlab.report.paired import ALPHA
 from memlab.report.style import SUITE_LABELS, colours, label, legend, marker, no_data
 
 
-def _panel_keys(frame: pd.DataFrame) -> list[tuple[str, int]]:
-    return sorted({(s, int(p)) for s, p in zip(frame["suite"], frame["span"], strict=True)})
+def _notes(frame: pd.DataFrame) -> pd.Series:
+    return frame["note"].astype(str) if "note" in frame else pd.Series("", index=frame.index)
 
 
 def _title(suite: str, span: int) -> str:
     return f"{SUITE_LABELS.get(suite, suite)}, {span:,} tokens"
 
 
-def plot_forest(frame: pd.DataFrame, measure: str = "Accuracy") -> plt.Figure:
-    """One panel per suite/span (rows) and reference (columns); see the module docstring."""
-    panels = _panel_keys(frame) if len(frame) else []
+def plot_forest(frame: pd.DataFrame, measure: str = "Accuracy",
+                compared: str = "each condition minus the reference") -> plt.Figure:
+    """One panel per suite/span (and note; rows) and reference (columns); see the module
+    docstring. ``compared`` names the differences in the title."""
+    notes = _notes(frame)
+    panels = sorted({(s, int(p), n) for s, p, n in zip(frame["suite"], frame["span"], notes,
+                                                       strict=True)}) if len(frame) else []
     references = [str(r) for r in frame["reference"].unique()] if len(frame) else []
     fig, axes = plt.subplots(max(len(panels), 1), max(len(references), 1), squeeze=False,
                              figsize=(6.0 * max(len(references), 1),
                                       1.4 + 0.42 * len(CONDITIONS) * max(len(panels), 1)))
     if not panels:
         return no_data(fig, axes[0][0], "no paired questions")
-    for row, (suite, span) in enumerate(panels):
+    for row, (suite, span, note) in enumerate(panels):
         for col, reference in enumerate(references):
-            rows = frame[(frame["suite"] == suite) & (frame["span"] == span)
+            rows = frame[(frame["suite"] == suite) & (frame["span"] == span) & (notes == note)
                          & (frame["reference"].astype(str) == reference)]
-            _forest_panel(axes[row][col], rows, f"{_title(suite, span)}\nvs {label(reference)}")
+            _forest_panel(axes[row][col], rows, f"{_title(suite, span)}\nvs {label(reference)}"
+                          + (f" ({note})" if note else ""))
             axes[row][col].set_xlabel(f"{measure} difference (percentage points)")
     legend(fig, frame["condition"].unique())
-    fig.suptitle(f"{measure}: each condition minus the reference on the same questions\n"
+    fig.suptitle(f"{measure}: {compared} on the same questions\n"
                  f"(95% CI; filled: Holm-adjusted p < {ALPHA:g}; right: pairs, Holm p)")
     fig.tight_layout()
     return fig

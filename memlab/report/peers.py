@@ -12,6 +12,10 @@ answer, so every call on them is the memory's own); recall latency p50/p95 over 
 not stored (recall only); parse failures and failed turns (peers: from the manifest's
 ``memory_stats``). ``paired`` adds each peer's accuracy difference from each baseline on the
 tests both answered (exact McNemar, Newcombe interval, Holm-corrected within the cell).
+
+The paper (``memlab.report.write_paper``) adds ``peer_tables`` to its tables and draws
+``forest_frame`` as its ``peers`` figure whenever the results folder holds a complete mem0 or
+LangMem run (``has_peers``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.bench.runlog import read_jsonl
+from memlab.bench.tables import probes_run
 from memlab.memory.base import PEERS
 from memlab.stats import holm, mcnemar, paired_bootstrap, proportion, proportion_ci
 
@@ -32,11 +37,13 @@ CELL = ["suite", "span", "seed", "memory_model"]
 
 
 def run_folders(results_dir: str | Path) -> list[Path]:
-    """Folders under ``results_dir`` (any depth) holding a complete run."""
+    """Folders under ``results_dir`` (any depth) holding a complete run (not a Table 2 run: it
+    answers the same questions as its cell's sleep run and feeds Table 2 only)."""
     found = []
     for manifest in sorted(Path(results_dir).rglob("manifest.json")):
         data = json.loads(manifest.read_text())
-        if data.get("status") == "complete" and (manifest.parent / "scores.jsonl").exists():
+        if (data.get("status") == "complete" and not probes_run(data)
+                and (manifest.parent / "scores.jsonl").exists()):
             found.append(manifest.parent)
     return found
 
@@ -107,6 +114,11 @@ def peer_rows(results_dir: str | Path, conditions: tuple[str, ...] = PEERS + BAS
     return frame[frame["condition"].isin(conditions)].reset_index(drop=True)
 
 
+def has_peers(rows: pd.DataFrame) -> bool:
+    """Whether ``rows`` (``peer_rows``) hold a run of mem0 or LangMem."""
+    return bool(rows["condition"].isin(PEERS).any())
+
+
 def paired(rows: pd.DataFrame, baselines: tuple[str, ...] = BASELINES) -> pd.DataFrame:
     """Each peer against each baseline of its cell on the tests both answered: difference
     (peer - baseline), its 95% interval, p and Holm-adjusted p within the cell."""
@@ -154,28 +166,79 @@ def _num(value: Any, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def rows_shown(rows: pd.DataFrame) -> pd.DataFrame:
+    """``peer_rows`` as a reader sees them: percentages with their 95% interval, n, costs."""
+    return pd.DataFrame([{
+        "suite": r.suite, "memory model": r.memory_model, "condition": r.condition,
+        "accuracy (95% CI)": _pct(r.accuracy, r.accuracy_low, r.accuracy_high),
+        "n": r.answered_tests,
+        "evidence by answer (95% CI)": _pct(r.evidence_by_answer, r.evidence_low,
+                                            r.evidence_high),
+        "evidence pieces": r.evidence_pieces,
+        "prompt tokens / answer": _num(r.prompt_tokens_per_answer, 0),
+        "LLM calls / stored turn": _num(r.llm_calls_per_stored_turn, 2),
+        "memory s / stored turn": _num(r.memory_s_per_stored_turn, 2),
+        "recall p50 / p95 ms": f"{_num(r.recall_p50_ms)} / {_num(r.recall_p95_ms)}",
+        "parse failures": "--" if pd.isna(r.parse_failures) else int(r.parse_failures),
+    } for r in rows.itertuples()], columns=ROWS_SHOWN)
+
+
+ROWS_SHOWN = ["suite", "memory model", "condition", "accuracy (95% CI)", "n",
+              "evidence by answer (95% CI)", "evidence pieces", "prompt tokens / answer",
+              "LLM calls / stored turn", "memory s / stored turn", "recall p50 / p95 ms",
+              "parse failures"]
+
+
+def pairs_shown(pairs: pd.DataFrame) -> pd.DataFrame:
+    """``paired`` as a reader sees it: the difference in percentage points with its interval."""
+    return pd.DataFrame([{
+        "suite": p.suite, "memory model": p.memory_model,
+        "peer - baseline": f"{p.peer} - {p.baseline}", "pairs": p.pairs,
+        "difference (95% CI)": f"{100 * p.difference:+.0f} pp ({100 * p.low:.0f} to "
+                               f"{100 * p.high:.0f})",
+        "p": f"{p.p:.2f}", "p (Holm)": f"{p.p_holm:.2f}",
+    } for p in pairs.itertuples()], columns=PAIRS_SHOWN)
+
+
+PAIRS_SHOWN = ["suite", "memory model", "peer - baseline", "pairs", "difference (95% CI)", "p",
+               "p (Holm)"]
+
+
+def _pipe_table(frame: pd.DataFrame) -> str:
+    lines = ["| " + " | ".join(map(str, row)) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(["| " + " | ".join(frame.columns) + " |", "|---" * len(frame.columns) + "|",
+                      *lines]) + "\n"
+
+
 def peers_markdown(rows: pd.DataFrame, pairs: pd.DataFrame) -> str:
     """The peers table as markdown: one line per run, then the paired differences."""
-    head = ("| suite | memory model | condition | accuracy (95% CI) | n | evidence by answer "
-            "(95% CI) | n | prompt tokens / answer | LLM calls / stored turn | memory s / "
-            "stored turn | recall p50 / p95 ms | parse failures |\n" + "|---" * 12 + "|\n")
-    lines = [f"| {r.suite} | {r.memory_model} | {r.condition} | "
-             f"{_pct(r.accuracy, r.accuracy_low, r.accuracy_high)} | {r.answered_tests} | "
-             f"{_pct(r.evidence_by_answer, r.evidence_low, r.evidence_high)} | "
-             f"{r.evidence_pieces} | {_num(r.prompt_tokens_per_answer, 0)} | "
-             f"{_num(r.llm_calls_per_stored_turn, 2)} | {_num(r.memory_s_per_stored_turn, 2)} | "
-             f"{_num(r.recall_p50_ms)} / {_num(r.recall_p95_ms)} | "
-             f"{'--' if pd.isna(r.parse_failures) else int(r.parse_failures)} |"
-             for r in rows.itertuples()]
-    text = head + "\n".join(lines) + "\n"
-    if not pairs.empty:
-        text += ("\n| suite | memory model | peer - baseline | pairs | difference (95% CI) | p | "
-                 "p (Holm) |\n|---|---|---|---|---|---|---|\n")
-        text += "\n".join(
-            f"| {p.suite} | {p.memory_model} | {p.peer} - {p.baseline} | {p.pairs} | "
-            f"{100 * p.difference:+.0f} pp ({100 * p.low:.0f} to {100 * p.high:.0f}) | "
-            f"{p.p:.2f} | {p.p_holm:.2f} |" for p in pairs.itertuples()) + "\n"
-    return text
+    text = _pipe_table(rows_shown(rows))
+    return text if pairs.empty else text + "\n" + _pipe_table(pairs_shown(pairs))
+
+
+def peer_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """The paper's peers tables, name -> (numbers, shown): ``peers`` (``peer_rows``) and
+    ``peers_paired`` (``paired``); none when ``results_dir`` holds no mem0 or LangMem run."""
+    rows = peer_rows(results_dir)
+    return _tables(rows) if has_peers(rows) else {}
+
+
+def _tables(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    pairs = paired(rows)
+    return {"peers": (rows.drop(columns=["run_dir"], errors="ignore"), rows_shown(rows)),
+            "peers_paired": (pairs, pairs_shown(pairs))}
+
+
+def forest_frame(pairs: pd.DataFrame) -> pd.DataFrame:
+    """``paired`` in the columns ``forest.plot_forest`` draws: each peer a condition, each
+    baseline a reference, the cell's memory model and seed noted in its panel titles."""
+    frame = pairs.rename(columns={"peer": "condition", "baseline": "reference",
+                                  "pairs": "n_pairs"})
+    if frame.empty:
+        return frame
+    notes = [f"memory model {m}, seed {s}" for m, s in zip(frame["memory_model"], frame["seed"],
+                                                            strict=True)]
+    return frame.assign(note=notes)
 
 
 def write_peers_table(results_dir: str | Path, out_dir: str | Path) -> dict[str, Path]:
@@ -183,10 +246,11 @@ def write_peers_table(results_dir: str | Path, out_dir: str | Path) -> dict[str,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = peer_rows(results_dir)
-    pairs = paired(rows)
+    tables = _tables(rows)
     paths = {"rows": out / "peers.csv", "paired": out / "peers_paired.csv",
              "markdown": out / "peers.md"}
-    rows.drop(columns=["run_dir"], errors="ignore").to_csv(paths["rows"], index=False)
-    pairs.to_csv(paths["paired"], index=False)
-    paths["markdown"].write_text(peers_markdown(rows, pairs), encoding="utf-8")
+    tables["peers"][0].to_csv(paths["rows"], index=False)
+    tables["peers_paired"][0].to_csv(paths["paired"], index=False)
+    paths["markdown"].write_text(peers_markdown(rows, tables["peers_paired"][0]),
+                                 encoding="utf-8")
     return paths

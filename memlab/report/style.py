@@ -12,12 +12,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from memlab.memory.base import CONDITIONS  # noqa: E402
+from memlab.memory.base import CONDITIONS, PEERS  # noqa: E402
 
-MARKERS = ("o", "*", "s", "D", "^", "v", "P", "X")
+DRAWN = CONDITIONS + PEERS  # every condition a figure may show, in the paper's order
+MARKERS = ("o", "*", "s", "D", "^", "v", "P", "X", "h", "p")
 LABELS = {"vanilla": "Vanilla", "oracle": "Oracle (evidence only)",
           "full_context": "Full context", "rag": "RAG", "episodic": "Episodic",
-          "episodic_summary": "Episodic + summary", "sleep": "Sleep", "hybrid": "Hybrid"}
+          "episodic_summary": "Episodic + summary", "sleep": "Sleep", "hybrid": "Hybrid",
+          "mem0": "mem0", "langmem": "LangMem"}
 SUITE_LABELS = {"ltm": "LTM suite", "persona": "Persona suite"}
 DPI = 200
 
@@ -29,8 +31,9 @@ def apply_style() -> None:
 
 
 def colours() -> dict[str, tuple]:
-    """Condition -> colour (colour-blind palette, stable order)."""
-    return dict(zip(CONDITIONS, sns.color_palette("colorblind", len(CONDITIONS)), strict=True))
+    """Condition -> colour (colour-blind palette, stable order; the opt-in peers last, so the
+    paper's conditions keep their colours)."""
+    return dict(zip(DRAWN, sns.color_palette("colorblind", len(DRAWN)), strict=True))
 
 
 def label(condition: str) -> str:
@@ -38,8 +41,8 @@ def label(condition: str) -> str:
 
 
 def marker(condition: str) -> str:
-    """The condition's marker (its place in ``CONDITIONS``; the first for an unknown one)."""
-    known = list(CONDITIONS)
+    """The condition's marker (its place in ``DRAWN``; the first for an unknown one)."""
+    known = list(DRAWN)
     return MARKERS[known.index(str(condition)) % len(MARKERS) if str(condition) in known else 0]
 
 
@@ -73,7 +76,7 @@ def legend(fig: plt.Figure, conditions) -> None:
     """The conditions' colours and markers below the figure."""
     handles = [plt.Line2D([], [], color=colours().get(c, "grey"), marker=marker(c),
                           linestyle="", markersize=8, label=label(c))
-               for c in CONDITIONS if c in set(map(str, conditions))]
+               for c in DRAWN if c in set(map(str, conditions))]
     fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 4),
                bbox_to_anchor=(0.5, 0.0), frameon=False, title="Memory condition")
     fig.subplots_adjust(bottom=0.2)  # room for the axis labels; the legend hangs below

@@ -10,6 +10,9 @@ The paper's own tables (one row per suite, span and condition unless said otherw
 - ``paired_accuracy`` / ``paired_recall``: each condition minus each reference arm on the same
   questions (``memlab.report.paired``);
 - ``ltm_ceilings``: the oracle's accuracy per LTM test type, model-limited types flagged;
+- ``peers`` / ``peers_paired``, when the results hold a complete mem0 or LangMem run: every
+  run of the peers and of rag, hybrid and sleep per cell, and each peer minus each of those
+  baselines on the same tests (``memlab.report.peers``);
 
 and the bench's tables (:mod:`memlab.bench.tables`: Table 1, Table 2 with what the forced
 sleep cycle did, the LTM scores, persona accuracy by question type, costs). A CSV holds the
@@ -26,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.report import accuracy, data, paired, recall, summary
+from memlab.report import accuracy, data, paired, peers, recall, summary
 from memlab.report.cells import fixed, p_text, shown
 
 BENCH_TABLES = ("table1", "table2", "ltm_scores", "persona_by_type", "costs")
@@ -120,7 +123,7 @@ def paper_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.Da
         if function is not None:
             frame = function(Path(results_dir))
             tables[name] = (frame, None)
-    return tables
+    return tables | peers.peer_tables(results_dir)
 
 
 def write_table(frame: pd.DataFrame, name: str, out_dir: str | Path,
