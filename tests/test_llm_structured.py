@@ -206,3 +206,24 @@ def test_inlined_refs_leave_no_reference() -> None:
               "$ref": "#/$defs/A"}
     assert inline_refs(schema) == {"type": "object",
                                    "properties": {"b": {"type": "string", "const": "x"}}}
+
+
+def test_json_newlines_lets_the_local_grammar_break_lines_and_keeps_every_other_key() -> None:
+    """mem0's prompt shows indented JSON; the converter's one-space rule pushed the 1.5B model
+    to '{"memory": []}' (with line breaks it wrote the user's fact)."""
+    from memlab.llm.fake import FakeLLM
+    from memlab.llm.grammars import COMPACT_SPACE, NEWLINE_SPACE, grammar_for, grammar_version
+    from memlab.models.sleep import CompressionResult
+
+    schema = prompt_schema(CompressionResult, max_items=MEMORY_MAX_ITEMS)
+    compact = grammar_for(schema, None)._grammar.splitlines()
+    broken = grammar_for(schema, None, newlines=True)._grammar.splitlines()
+    assert COMPACT_SPACE in compact and NEWLINE_SPACE not in compact
+    assert NEWLINE_SPACE in broken and COMPACT_SPACE not in broken
+    assert [x for x in broken if x != NEWLINE_SPACE] == [x for x in compact if x != COMPACT_SPACE]
+    assert grammar_version(newlines=True) != grammar_version()
+    llm = FakeLLM(["{}", "{}"])
+    ask = [{"role": "user", "content": "a"}]
+    llm.complete(ask, json_schema=schema)
+    llm.complete(ask, json_schema=schema, json_newlines=True)
+    assert "json_newlines" not in llm.params[0] and llm.params[1]["json_newlines"] is True

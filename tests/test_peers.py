@@ -73,6 +73,22 @@ def test_chat_model_counts_a_bad_reply_and_returns_it_as_text():
     assert chat.stats.parse_failures == 2 and len(chat.stats.failures) == 2
 
 
+def test_mem0_extraction_prompt_is_mem0s_own_with_its_fields_and_line_breaks(tmp_path):
+    """memlab's appended schema made the 1.5B model answer '{"memory":[]}' to every exchange
+    of a persona run: mem0's prompt states the format itself."""
+    llm = peer_llm()
+    memory = make_peer("mem0", Scope(user_id="u1"), tmp_path, llm=llm)
+    memory.observe(Exchange(user="My cat is called Pixel.", assistant="Nice!", turn_number=1))
+    memory.close()
+    (messages, params), = [(m, p) for m, p in zip(llm.history, llm.params, strict=True)
+                           if "## New Messages" in m[-1].content]
+    assert "Reply with only a JSON object" not in messages[-1].content
+    assert params["json_newlines"] is True
+    fact = params["json_schema"]["$defs"]["Mem0Fact"]
+    assert list(fact["properties"])[:3] == ["id", "text", "attributed_to"]
+    assert fact["required"] == ["id", "text", "attributed_to"]
+
+
 def test_tool_call_ids_are_stable_for_the_same_reply():
     from memlab.llm.langchain_chat import MemlabChatModel
 

@@ -65,16 +65,21 @@ class LLMClient(ABC):
         stop: list[str] | None = None,
         json_schema: dict[str, Any] | None = None,
         choices: list[str] | None = None,
+        json_newlines: bool = False,
     ) -> Completion:
         """Answer ``messages``.
 
         Args:
             json_schema: constrain the output to JSON of this schema where the backend can.
             choices: constrain the output to exactly one of these strings where the backend can.
+            json_newlines: the constrained JSON may break lines and indent (for a prompt that
+                shows indented JSON; a local grammar otherwise allows one space at most).
         """
         msgs = as_messages(messages)
         params = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop,
                   "json_schema": json_schema, "choices": choices}
+        if json_newlines:  # only when set: every other call keeps its cache key
+            params["json_newlines"] = True
         key = params | self.cache_identity(params)
         if self.cache is not None:
             hit = self.cache.get(self.provider, self.model, msgs, key)

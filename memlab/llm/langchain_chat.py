@@ -76,6 +76,10 @@ class MemlabChatModel(BaseChatModel):
         response_schema: constrain every reply without tools to JSON of this schema ({}: any
             JSON; None: free text). mem0 asks for JSON but its LangChain provider does not pass
             the request on, so its adapter sets this.
+        schema_instruction: append the schema to the last user message (off when the caller's
+            prompt already states the format: mem0's; the appended schema made the 1.5B model
+            answer an empty list to every exchange).
+        json_newlines: the constrained JSON may break lines (a prompt that shows indented JSON).
         max_tool_calls: most tool calls in one reply.
         stats: calls, tokens, seconds and parse failures so far (shared with the caller).
     """
@@ -85,6 +89,8 @@ class MemlabChatModel(BaseChatModel):
     llm: Any
     max_tokens: int = 512
     response_schema: dict[str, Any] | None = None
+    schema_instruction: bool = True
+    json_newlines: bool = False
     max_tool_calls: int = MEMORY_MAX_ITEMS
     stats: ChatStats = Field(default_factory=ChatStats)
 
@@ -111,7 +117,7 @@ class MemlabChatModel(BaseChatModel):
                   schema: dict[str, Any] | None) -> str:
         client: LLMClient = self.llm
         completion = client.complete(convo, max_tokens=self.max_tokens, stop=stop,
-                                     json_schema=schema)
+                                     json_schema=schema, json_newlines=self.json_newlines)
         self.stats.add(completion)
         return completion.text
 
@@ -119,7 +125,7 @@ class MemlabChatModel(BaseChatModel):
         schema = self.response_schema
         if schema is None:
             return self._complete(convo, stop, None)
-        if schema:
+        if schema and self.schema_instruction:
             convo = with_instruction(convo, json_instruction(schema))
         raw = self._complete(convo, stop, schema)
         try:

@@ -170,7 +170,8 @@ class LocalLLM(LLMClient):
     def cache_identity(self, params: dict[str, Any]) -> dict[str, Any]:
         """A constrained call's answer also depends on how its grammar is built."""
         constrained = params.get("json_schema") is not None or params.get("choices")
-        return {"grammar": grammar_version()} if constrained else {}
+        newlines = bool(params.get("json_newlines"))
+        return {"grammar": grammar_version(newlines=newlines)} if constrained else {}
 
     def _complete(self, messages: list[Message], **params: Any) -> Completion:
         tokens = self._prompt_tokens(messages)
@@ -180,7 +181,8 @@ class LocalLLM(LLMClient):
                 f"prompt of {len(tokens)} tokens + max_tokens {max_tokens} exceeds the "
                 f"context window of {self.context_window} tokens ({self.model})")
         stop = [s for s in [*(params.get("stop") or []), self._loaded.eos_text] if s]
-        grammar = grammar_for(params.get("json_schema"), params.get("choices"))
+        grammar = grammar_for(params.get("json_schema"), params.get("choices"),
+                              newlines=bool(params.get("json_newlines")))
         with self._loaded.lock:
             try:
                 out = self.llama.create_completion(

@@ -4,8 +4,8 @@ embedder provider), with chroma in the run folder as its vector store.
 
 mem0 reads ``MEM0_TELEMETRY`` and ``MEM0_DIR`` when it is imported: they are set first (telemetry
 off, its folder inside the run folder), or it would reach PostHog, fetch a notice config from
-GitHub and write ``~/.mem0``. Its extraction reply is constrained to the JSON mem0 parses
-(``{"memory": [{"id": ..., "text": ...}]}``).
+GitHub and write ``~/.mem0``. Its extraction reply is constrained to the JSON its prompt asks
+for (``{"memory": [{"id": ..., "text": ..., "attributed_to": ...}]}``), line breaks allowed.
 """
 
 from __future__ import annotations
@@ -28,10 +28,13 @@ MEM0_VERSION = "2.2.1"
 class Mem0Fact(BaseModel):
     id: str
     text: str = Field(min_length=1)
+    attributed_to: str
+    linked_memory_ids: list[str] = Field(default_factory=list)
 
 
 class Mem0Extraction(BaseModel):
-    """The reply mem0's additive extraction prompt asks for."""
+    """The reply mem0's additive extraction prompt asks for (its "Output format", fields in
+    its order: a grammar without the fields the prompt requires pushed the model off its path)."""
 
     memory: list[Mem0Fact]
 
@@ -73,6 +76,9 @@ class Mem0Memory(PeerMemory):
         super().__init__(*args, **kwargs)
         self.chat.response_schema = prompt_schema(Mem0Extraction, max_items=MEMORY_MAX_ITEMS,
                                                   max_chars=MEMORY_MAX_CHARS)
+        # mem0's prompt states the format, indented: no second statement of it, line breaks
+        # allowed (with both, the 1.5B model answered '{"memory":[]}' to every exchange)
+        self.chat.schema_instruction, self.chat.json_newlines = False, True
         memory_cls = import_mem0(self.folder.path / "mem0")
         with self._library():
             self.memory = memory_cls.from_config({
