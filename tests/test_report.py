@@ -163,6 +163,10 @@ def test_write_paper_writes_every_figure_and_table(results, tmp_path):
                     shown)
     assert re.search(rf"\| {re.escape(wilson.scaled(100).text())} +\|", shown)
     assert "\\begin{tabular}" in tex.read_text() and "recall 95\\% CI" in tex.read_text()
+    said = written["findings"].read_text()  # the findings beside the tables, every suite/span
+    assert written["findings"].parent == tmp_path / "figures" / "tables"
+    assert [line for line in said.splitlines() if line.startswith("### ")] == [
+        "### ltm at 1000 tokens", "### ltm at 4000 tokens", "### persona at 2000 tokens"]
 
 
 def test_figures_use_one_colour_per_condition_in_condition_order():

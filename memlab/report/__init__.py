@@ -2,7 +2,8 @@
 
 ``write_paper(results_dir, figures_dir)`` reads every complete run under ``results_dir`` and writes
 every figure (PNG + PDF) into ``figures_dir`` and every table (CSV, LaTeX, markdown) into
-``figures_dir/tables``; when the results hold a complete mem0 or LangMem run, also the peers
+``figures_dir/tables``, and the findings they support as sentences (``findings.md``,
+``memlab.report.findings``); when the results hold a complete mem0 or LangMem run, also the peers
 figure and tables (``memlab.report.peers``; ``memlab paper --spec peers`` runs them).
 """
 
@@ -10,19 +11,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlab.report import accuracy, data, figures, paired, peers, recall, summary, tables
+from memlab.report import accuracy, data, figures, findings, paired, peers, recall, summary, tables
 
 NO_PEERS = ("No complete mem0 or LangMem run in the results: `memlab paper --spec peers` runs "
             "them beside vanilla, rag, hybrid and sleep, then writes this section.")
 
 
 def write_paper(results_dir: str | Path, figures_dir: str | Path = "figures") -> dict:
-    """Write all figures and tables; return ``{"figures": {...}, "tables": {...}}`` of paths
-    (a figure: [png, pdf]; a table: [csv, tex, md]; ``peers`` and ``peers_paired`` only with
-    peer runs)."""
-    written_tables = tables.write_tables(results_dir, Path(figures_dir) / "tables")
+    """Write all figures, tables and the findings; return ``{"figures": {...}, "tables": {...},
+    "findings": path}`` (a figure: [png, pdf]; a table: [csv, tex, md]; ``peers`` and
+    ``peers_paired`` only with peer runs)."""
+    out = Path(figures_dir) / "tables"
+    written_tables = tables.write_tables(results_dir, out)
     written_figures = figures.write_figures(results_dir, figures_dir)
-    return {"figures": written_figures, "tables": written_tables}
+    text = findings.findings(data.scores_frame(results_dir), data.turns_frame(results_dir))
+    (out / "findings.md").write_text(text)
+    return {"figures": written_figures, "tables": written_tables,
+            "findings": out / "findings.md"}
 
 
 def show_peers(written: dict) -> None:
@@ -38,5 +43,5 @@ def show_peers(written: dict) -> None:
                                                                            "peers_paired")))
 
 
-__all__ = ["accuracy", "data", "figures", "paired", "peers", "recall", "summary", "tables",
-           "show_peers", "write_paper"]
+__all__ = ["accuracy", "data", "figures", "findings", "paired", "peers", "recall", "summary",
+           "tables", "show_peers", "write_paper"]
