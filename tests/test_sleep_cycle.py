@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from memory_fakes import memory_llm
@@ -13,7 +18,12 @@ from memlab.errors import StructuredOutputError
 from memlab.memory.base import MEMORIES, Scope
 from memlab.models.sleep import ConsolidatedMemory, Episode, SleepPhase
 from memlab.sleep.compress import MemoryCompressor
-from memlab.sleep.induce import InductionConfig, group_related_memories, induce_schema
+from memlab.sleep.induce import (
+    InductionConfig,
+    core_concepts_of,
+    group_related_memories,
+    induce_schema,
+)
 from memlab.stores.consolidated import ConsolidatedMemoryStore
 from memlab.stores.schemas import SchemaStore
 
@@ -144,6 +154,26 @@ def test_existing_schema_is_updated_not_duplicated(tmp_path):
     assert "sauce" in store.get(schema_id).core_concepts
     assert induce_schema(bigger, llm, store) == (schema_id, "unchanged")
     assert llm.calls == 1  # only the new group was named by the model
+
+
+TIED = (["harbour", "Ships", "mended", "town"], ["town", "home", "places", "feather", "marble"])
+CORE_CONCEPTS = ("import json, sys; from memlab.models.sleep import ConsolidatedMemory; "
+                 "from memlab.sleep.induce import core_concepts_of; "
+                 "group = [ConsolidatedMemory(summary='s', key_concepts=c) "
+                 "for c in json.loads(sys.argv[1])]; print(json.dumps(core_concepts_of(group, 5)))")
+
+
+def test_core_concepts_break_ties_by_first_mention_whatever_the_hash_seed():
+    # ltm-sleep-1000-s1 replayed differently from its record: ties were broken in a set's
+    # order, so a schema's core concepts (its text and embedding) changed with PYTHONHASHSEED
+    expected = ["town", "harbour", "ships", "mended", "home"]
+    assert core_concepts_of(memories(*TIED), 5) == expected
+    root = Path(__file__).resolve().parents[1]
+    for seed in range(6):
+        done = subprocess.run([sys.executable, "-c", CORE_CONCEPTS, json.dumps(TIED)],
+                              capture_output=True, text=True, cwd=root, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)})
+        assert json.loads(done.stdout) == expected, f"PYTHONHASHSEED={seed}"
 
 
 def test_grouping_by_shared_concepts_and_by_embedding():

@@ -58,8 +58,10 @@ class InductionResult(BaseModel):
     failures: list[str] = Field(default_factory=list)
 
 
-def _concepts(memory: ConsolidatedMemory) -> set[str]:
-    return {" ".join(c.lower().split()) for c in memory.key_concepts if c.strip()}
+def _concepts(memory: ConsolidatedMemory) -> list[str]:
+    """A memory's key concepts, normalised, without duplicates, in the memory's order."""
+    return list(dict.fromkeys(" ".join(c.lower().split()) for c in memory.key_concepts
+                              if c.strip()))
 
 
 def group_related_memories(memories: list[ConsolidatedMemory], embedder: Embedder | None, *,
@@ -75,7 +77,7 @@ def group_related_memories(memories: list[ConsolidatedMemory], embedder: Embedde
             i = parent[i]
         return i
 
-    concepts = [_concepts(m) for m in memories]
+    concepts = [set(_concepts(m)) for m in memories]
     sims = None
     if embedder is not None and n > 1:
         vectors = embedder.embed([m.summary for m in memories])
@@ -94,7 +96,8 @@ def group_related_memories(memories: list[ConsolidatedMemory], embedder: Embedde
 
 
 def core_concepts_of(group: list[ConsolidatedMemory], limit: int) -> list[str]:
-    """Concepts by how many memories of the group carry them (shared ones first)."""
+    """Concepts by how many memories of the group carry them (shared ones first; equal counts
+    in order of first mention, not in a set's order, which varies with PYTHONHASHSEED)."""
     counts = Counter(c for memory in group for c in _concepts(memory))
     return [c for c, _ in counts.most_common(limit)]
 
