@@ -85,6 +85,7 @@ def fill_rag(memory, size: int, rng: random.Random) -> None:
                 for ex in (exchange(i, "fill", rng) for i in range(start, min(size, start + 512)))]
         memory.vectors.add([d.id for d in docs], [d.content for d in docs],
                            [_metadata(d) for d in docs])
+    memory.reload()  # rag searches an in-process index of what chroma holds
     for i in range(size, size + memory.config.recent_turns):  # the history rag also sends
         memory.observe(exchange(i, "fill", rng))
     memory.flush()

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
+import numpy as np
 import pytest
 from memory_fakes import memory_llm
 
@@ -104,6 +109,69 @@ def test_rag_finds_the_needle_among_top_k_after_200_filler_turns(tmp_path):
     assert any("Valparaiso" in item.text for item in ctx.items)
     assert [ex.turn_number for ex in ctx.history] == [200, 201]  # the last 2 turns
     assert all(item.kind == "turn" and "turn_number" in item.metadata for item in ctx.items)
+    memory.close()
+
+
+# ~1,000 filler turns written 32 at a time as rag writes them; a question every 10 turns.
+# Prints the turns' texts, the questions and per question the recalled (id, turn number).
+RAG_IN_A_FRESH_PROCESS = """
+import json, random, sys
+from memlab.bench.filler import filler_pair
+from memlab.embed.hashing import HashingEmbedder
+from memlab.memory.base import MEMORIES, Exchange, Scope
+from memlab.models._common import seed_ids
+
+seed_ids("rag-exact")
+memory = MEMORIES.create("rag", scope=Scope(user_id="alice"), embedder=HashingEmbedder(),
+                         workdir=sys.argv[1])
+said, asked = random.Random(0), random.Random(1)
+texts, questions, recalled = [], [], []
+for turn in range(1, 1001):
+    user, assistant = filler_pair(said)
+    exchange = Exchange(user=user, assistant=assistant, turn_number=turn)
+    memory.observe(exchange)
+    texts.append(exchange.render())
+    if turn % 10 == 0:
+        questions.append(filler_pair(asked)[0])
+        items = memory.recall(questions[-1]).items
+        recalled.append([(i.id, i.metadata["turn_number"]) for i in items])
+memory.close()
+print(json.dumps({"texts": texts, "questions": questions, "recalled": recalled}))
+"""
+
+
+def test_rag_recalls_the_exact_top_k_and_the_same_turns_in_two_processes(tmp_path):
+    """rag searched chroma's HNSW graph, which differs per process and can miss true top-5
+    turns: two processes (a resumed run replays in a new one) recalled different turns."""
+    runs = [json.loads(subprocess.run(
+        [sys.executable, "-c", RAG_IN_A_FRESH_PROCESS, str(tmp_path / name)],
+        capture_output=True, text=True, check=True, timeout=300).stdout)
+        for name in ("first", "second")]
+    assert runs[0] == runs[1]
+    embedder, run, missed = HashingEmbedder(), runs[0], []
+    stored = embedder.embed(run["texts"]).astype(np.float64)  # row t-1: turn t
+    for n, (question, items) in enumerate(zip(run["questions"], run["recalled"], strict=True)):
+        turn = 10 * (n + 1)  # the last two turns are the history, not items
+        similarity = stored[: turn - 2] @ embedder.embed([question])[0]
+        chosen = [similarity[t - 1] for _, t in items]
+        assert len(items) == 5 and all(np.diff(chosen) <= 1e-6)  # best first
+        # every turn above the 5th recalled one is recalled (at a tie either may be)
+        recalled = {t for _, t in items}
+        missed += [(turn, t + 1) for t in np.flatnonzero(similarity > chosen[-1] + 1e-6)
+                   if t + 1 not in recalled]
+    assert missed == []
+
+
+def test_rag_a_tie_at_the_kth_place_goes_to_the_earliest_turns(tmp_path):
+    """30 identical exchanges, more than chroma was asked for: the same 5 in every process,
+    whatever their ids (a server rebuilding a session from its journal draws new ones)."""
+    memory = make("rag", tmp_path, config={"recent_turns": 0})
+    for i in range(40):
+        user, assistant = ("Do you think it will rain this weekend?", "Maybe.") if i % 4 \
+            else filler(i)
+        memory.observe(Exchange(user=user, assistant=assistant, turn_number=i + 1))
+    items = memory.recall("Will it rain this weekend?").items
+    assert [item.metadata["turn_number"] for item in items] == [2, 3, 4, 6, 7]
     memory.close()
 
 

@@ -8,7 +8,13 @@ import pytest
 
 from memlab.errors import ConfigError
 from memlab.stores.base import SCOPE_FIELD, VECTOR_STORES
-from memlab.stores.vector import ChromaVectorStore
+from memlab.stores.vector import (
+    HNSW,
+    ChromaVectorStore,
+    MemlabEmbeddingFunction,
+    collection_name,
+    make_client,
+)
 
 _ids = itertools.count()
 
@@ -21,13 +27,17 @@ FACTS = [
 
 
 @pytest.fixture(params=["embedded", "server"])
-def make_store(request, tmp_path, minilm):
+def where(request, tmp_path) -> dict:
+    """Where a store of this backend lives: ``path`` (embedded) or ``url`` (server)."""
+    if request.param == "embedded":
+        return {"path": tmp_path / "chroma"}
+    return {"url": request.getfixturevalue("chroma_server").url}
+
+
+@pytest.fixture
+def make_store(where, minilm):
     """Factory: make_store(scope) -> a ChromaVectorStore of this backend, fresh namespace."""
     namespace = f"test{next(_ids)}"
-    if request.param == "embedded":
-        where = {"path": tmp_path / "chroma"}
-    else:
-        where = {"url": request.getfixturevalue("chroma_server").url}
     made: list[ChromaVectorStore] = []
 
     def make(scope: str) -> ChromaVectorStore:
@@ -64,6 +74,39 @@ def test_identical_documents_tie_in_id_order_whatever_was_stored_first(make_stor
     hits = store.query("Will it rain this weekend?", k=1)
     assert [h.id for h in hits] == ["t1"]
     assert [h.id for h in store.query("Will it rain this weekend?", k=2)] == ["t1", "t2"]
+
+
+def test_a_tie_larger_than_the_first_fetch_is_still_broken_by_id(make_store):
+    """30 identical documents at the k-th place: chroma's first k + TIE_SLACK hits are any of
+    them (its graph differs per process); the k kept must be the lowest ids all the same."""
+    store = make_store("alice")
+    _fill(store)
+    ids = [f"t{i:02d}" for i in range(30)]
+    store.add(ids[::-1], ["Do you think it will rain this weekend?"] * 30)
+    hits = store.query("Will it rain this weekend?", k=5)
+    assert [h.id for h in hits] == ids[:5]
+
+
+def test_collections_get_memlabs_hnsw_settings_and_an_old_one_its_ef_search(where, minilm):
+    """New collections are made with :data:`HNSW`; one made with chroma's defaults (an older
+    run folder) keeps its ef_construction, which chroma cannot change, gets memlab's ef_search
+    and still answers."""
+    namespace = f"old{next(_ids)}"
+    client = make_client(**where)
+    old = client.get_or_create_collection(
+        collection_name(namespace, "alice"), embedding_function=MemlabEmbeddingFunction(minilm),
+        metadata={"hnsw:space": "cosine", SCOPE_FIELD: "alice", "embedder": minilm.name})
+    old.add(ids=[f[0] for f in FACTS], documents=[f[1] for f in FACTS],
+            metadatas=[{**f[2], SCOPE_FIELD: "alice"} for f in FACTS])
+    assert old.configuration_json["hnsw"]["ef_search"] < HNSW["ef_search"]
+    reopened = ChromaVectorStore("alice", minilm, namespace=namespace, **where)
+    hnsw = reopened.collection.configuration_json["hnsw"]
+    assert hnsw["ef_search"] == HNSW["ef_search"]
+    assert hnsw["ef_construction"] == old.configuration_json["hnsw"]["ef_construction"]
+    assert reopened.query("What kind of dog do we have?", k=1)[0].id == "f3"
+    fresh = ChromaVectorStore("bob", minilm, namespace=namespace, **where)
+    hnsw = fresh.collection.configuration_json["hnsw"]
+    assert {key: hnsw[key] for key in HNSW} == HNSW
 
 
 def test_where_filters_on_metadata(make_store):

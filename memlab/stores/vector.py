@@ -10,11 +10,20 @@ is built with ``timeout=None`` and no setting changes that), so a server that ac
 answers would hang a run forever. :func:`make_client` first asks the server for a heartbeat
 within ``store_timeout_s`` (MEMLAB_STORE_TIMEOUT_S), then puts the same timeout on the client's
 session, so every later call fails with :class:`StoreUnavailableError` naming the URL.
+
+Approximate search: chroma answers a query from an HNSW graph. :data:`HNSW` is the index of
+every collection memlab creates; a collection made before (chroma's defaults) gets its
+``ef_search`` raised when opened. The graph itself is not reproducible: chroma 1.5.9 inserts the
+records of one write in parallel in an order that changes per process (whatever
+``num_threads`` says), so two processes writing the same records can build different graphs.
+Memory conditions therefore search exact in-process indexes and keep chroma as their store of
+record (:mod:`memlab.memory.rag`, :mod:`memlab.stores.records`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -37,6 +46,15 @@ except ImportError:  # pragma: no cover - chromadb is a core dependency
     EmbeddingFunction = object  # type: ignore[assignment,misc]
 
 PAGE = 1000  # documents or collections per chroma request when reading everything
+# Measured on chroma 1.5.9, ltm conversation turns written 32 at a time: with chroma's defaults
+# (ef_construction 100, ef_search 100) a true top-5 neighbour was missed by 3-8% of queries at
+# ~1,000 turns (hashing embedder) and 6% at 11,000 (MiniLM); with these settings by none at
+# 1,000 (14 processes) and 11,000 (MiniLM), 0.4% at 11,000 (hashing). Cost at 10k documents:
+# about +0.5-1.8 ms a query, 14% slower inserts. ef_construction is fixed when a collection is
+# created; ef_search can be raised later (see _raise_ef_search).
+HNSW = {"space": "cosine", "ef_construction": 200, "ef_search": 500}
+
+log = logging.getLogger(__name__)
 
 
 class MemlabEmbeddingFunction(EmbeddingFunction):  # type: ignore[misc,valid-type]
@@ -158,7 +176,7 @@ def _heartbeat(base: str, url: str, timeout_s: float) -> None:
         raise StoreUnavailableError(f"chroma server at {url} unreachable: {exc}") from exc
 
 
-TIE_SLACK = 8  # extra hits fetched so that ties at the k-th place are broken by id
+TIE_SLACK = 8  # extra hits fetched at first so that ties at the k-th place are broken by id
 
 
 class ChromaVectorStore(VectorStore):
@@ -197,9 +215,11 @@ class ChromaVectorStore(VectorStore):
             self.client.get_or_create_collection,
             name=collection_name(namespace, scope, run_namespace,
                                  f"{embedder.name}/{embedder.dim}"),
+            configuration={"hnsw": dict(HNSW)},
             metadata={"hnsw:space": "cosine", SCOPE_FIELD: scope, "embedder": embedder.name},
             embedding_function=MemlabEmbeddingFunction(embedder),
         )
+        self._raise_ef_search()
 
     @classmethod
     def from_settings(
@@ -213,6 +233,21 @@ class ChromaVectorStore(VectorStore):
         """A server when ``MEMLAB_CHROMA_URL`` is set, else embedded in ``<workdir>/chroma``."""
         url = (settings or get_settings()).chroma_url
         return cls(scope, embedder, path=Path(workdir) / "chroma", url=url, **kwargs)
+
+    def _raise_ef_search(self) -> None:
+        """Give a collection created with a lower ``ef_search`` (an older run folder) memlab's.
+
+        chroma reads it when it loads the index, so it holds from the next process on (or at
+        once if this process has not loaded the index yet); ``ef_construction`` cannot change.
+        """
+        hnsw = (self.collection.configuration_json or {}).get("hnsw") or {}
+        if hnsw.get("ef_search", HNSW["ef_search"]) >= HNSW["ef_search"]:
+            return
+        try:
+            self.collection.modify(configuration={"hnsw": {"ef_search": HNSW["ef_search"]}})
+        except Exception as exc:  # the collection still works, with its own ef_search
+            log.warning("chroma at %s: could not raise ef_search of %s to %d: %s",
+                        self.where_shown, self.collection.name, HNSW["ef_search"], exc)
 
     def _call(self, fn, *args, **kwargs):
         try:
@@ -246,16 +281,28 @@ class ChromaVectorStore(VectorStore):
     def query(self, text, k=5, where=None) -> list[VectorHit]:
         """The ``k`` most similar documents; equal similarities ordered by id.
 
-        chroma returns either of two documents at the same distance (identical texts), so
-        ``TIE_SLACK`` more are fetched and ties are broken by id: a run is reproducible.
+        chroma returns any of several documents at the same distance (identical texts), so
+        more are fetched until the last one is below the ``k``-th (``TIE_SLACK`` more, then
+        twice as many each round), and ties are broken by id: a run is reproducible.
         """
         if k < 1:
             raise ConfigError(f"k: must be >= 1, got {k}")
         vector = self.embedder.embed([text])
+        n = k + TIE_SLACK
+        while True:
+            hits = self._nearest(vector, n, where)
+            if len(hits) < n or _rounded(hits[-1]) < _rounded(hits[k - 1]):
+                break
+            n *= 2
+        hits.sort(key=lambda hit: (-_rounded(hit), hit.id))
+        return hits[:k]
+
+    def _nearest(self, vector, n: int, where) -> list[VectorHit]:
+        """chroma's ``n`` nearest documents of this scope, nearest first."""
         result = self._call(
             self.collection.query,
             query_embeddings=vector,
-            n_results=k + TIE_SLACK,
+            n_results=n,
             where=_scoped_where(where),
             include=["documents", "metadatas", "distances"],
         )
@@ -266,7 +313,7 @@ class ChromaVectorStore(VectorStore):
             result["distances"][0],
             strict=True,
         )
-        hits = [
+        return [
             VectorHit(
                 id=i,
                 text=doc or "",
@@ -276,8 +323,6 @@ class ChromaVectorStore(VectorStore):
             for i, doc, meta, dist in rows
             if (meta or {}).get(SCOPE_FIELD) == self.scope
         ]
-        hits.sort(key=lambda hit: (-round(hit.similarity, 6), hit.id))
-        return hits[:k]
 
     def get(self, ids) -> list[VectorHit]:
         if not ids:
@@ -319,6 +364,11 @@ def _scoped_where(where: dict[str, Any] | None) -> dict[str, Any] | None:
     if where is not None and not isinstance(where, dict):
         raise ConfigError(f"where: must be a dict of metadata filters, got {type(where).__name__}")
     return where or None
+
+
+def _rounded(hit: VectorHit) -> float:
+    """Similarity to the 6 decimals at which two hits count as a tie."""
+    return round(hit.similarity or 0.0, 6)
 
 
 def _public(meta: dict[str, Any] | None) -> dict[str, Any]:
