@@ -22,9 +22,10 @@ def write_paper(results_dir: str | Path, figures_dir: str | Path = "figures") ->
     "findings": path}`` (a figure: [png, pdf]; a table: [csv, tex, md]; ``peers`` and
     ``peers_paired`` only with peer runs)."""
     out = Path(figures_dir) / "tables"
-    written_tables = tables.write_tables(results_dir, out)
+    frames = tables.paper_tables(results_dir)
+    written_tables = tables.write_tables(results_dir, out, frames)
     written_figures = figures.write_figures(results_dir, figures_dir)
-    text = findings.findings(data.scores_frame(results_dir), data.turns_frame(results_dir))
+    text = findings.findings_text(frames["overview"][0], frames["paired_accuracy"][0])
     (out / "findings.md").write_text(text)
     return {"figures": written_figures, "tables": written_tables,
             "findings": out / "findings.md"}

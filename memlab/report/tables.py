@@ -153,11 +153,14 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def write_tables(results_dir: str | Path, out_dir: str | Path = "figures/tables") -> dict:
-    """Write every table of ``paper_tables`` into ``out_dir``.
+def write_tables(results_dir: str | Path, out_dir: str | Path = "figures/tables",
+                 frames: dict | None = None) -> dict:
+    """Write every table of ``paper_tables`` (or of ``frames``, its result computed already)
+    into ``out_dir``.
 
     Returns:
         table name -> [csv, tex, md] paths.
     """
+    frames = paper_tables(results_dir) if frames is None else frames
     return {name: write_table(frame, name, out_dir, display)
-            for name, (frame, display) in paper_tables(results_dir).items()}
+            for name, (frame, display) in frames.items()}
