@@ -13,7 +13,7 @@ from memlab import lab, stats
 from memlab.bench.runlog import read_jsonl
 from memlab.errors import ConfigError
 from memlab.memory.base import CONDITIONS, PEERS
-from memlab.report import data, figures, summary, tables, write_paper
+from memlab.report import data, figures, forest, summary, tables, write_paper
 
 
 @pytest.fixture(scope="module")
@@ -258,3 +258,13 @@ def test_sleep_store_views_read_runs_written_before_the_sql_layer(tmp_path, monk
 
     assert views._stored(run_dir, "consolidated_memories")[0]["summary"] == "User keeps a cat"
     assert [r["name"] for r in views._stored(run_dir, "schemas")] == ["Pets"]
+
+
+def test_forest_plot_labels_each_row_with_its_pairs_and_holm_p():
+    frame = pd.DataFrame({
+        "suite": ["ltm", "ltm"], "span": [1000, 1000], "reference": ["full_context"] * 2,
+        "condition": ["rag", "hybrid"], "difference": [-0.064, -0.172], "low": [-0.133, -0.244],
+        "high": [0.006, -0.101], "n_pairs": [105, 105], "p_holm": [0.0741, 0.0002]})
+    fig = forest.plot_forest(frame)
+    texts = sorted(t.get_text() for t in fig.axes[0].texts)
+    assert texts == ["n=105, p<0.001", "n=105, p=0.074"]

@@ -69,8 +69,9 @@ def _forest_panel(ax: plt.Axes, rows: pd.DataFrame, title: str) -> None:
         ax.errorbar([diff], [y], xerr=[[max(diff - low, 0)], [max(high - diff, 0)]],
                     fmt=marker(condition), color=colour, capsize=3, markersize=8,
                     markerfacecolor=colour if filled else "white", markeredgewidth=1.5)
-        ax.annotate(f"n={int(row['n_pairs'])}, p={p_text(row['p_holm'])}", xy=(1.02, y),
-                    xycoords=("axes fraction", "data"), va="center", fontsize=8)
+        p = p_text(row["p_holm"])
+        ax.annotate(f"n={int(row['n_pairs'])}, p{p if p.startswith('<') else '=' + p}",
+                    xy=(1.02, y), xycoords=("axes fraction", "data"), va="center", fontsize=8)
     ax.set_yticks(range(len(rows)), [label(c) for c in rows["condition"]])
     ax.set(xlim=(-105, 105), ylim=(-0.7, max(len(rows), 1) - 0.3), title=title)
 
