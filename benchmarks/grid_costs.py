@@ -18,7 +18,6 @@ A call the response cache answered records ~0 s; ``LatencyFit`` prices it as if 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from memlab.bench.runlog import read_jsonl
-from memlab.bench.runner import cycle_seconds
+from memlab.bench.runner import cycle_seconds, read_manifest
 from memlab.bench.schedule import estimate_tokens
 from memlab.errors import ConfigError
 from memlab.memory.base import MEMORIES, format_time
@@ -132,10 +131,10 @@ def is_sent(turn: dict) -> bool:
 def read_cell(run_dir: Path) -> CellCost | None:
     """The recorded costs of the run in ``run_dir``; None unless it is complete."""
     try:
-        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # being written, or not a run's
+        manifest = read_manifest(run_dir)
+    except (OSError, ConfigError):  # being written, or not a run's
         return None
-    if not isinstance(manifest, dict) or manifest.get("status") != "complete":
+    if manifest.get("status") != "complete":
         return None
     spec = manifest["spec"]
     answering = manifest["llm"]["model"]
