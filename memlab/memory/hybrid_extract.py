@@ -22,15 +22,27 @@ from memlab.memory.base import Exchange
 Extractor = Literal["llm", "rules", "none"]
 
 EXTRACT_PROMPT = (
-    "You read one exchange between a user and an assistant and list durable facts the USER "
-    "states about themselves, their life, preferences or plans (not questions, not small talk, "
-    "not what the assistant says). For each fact give: subject, the attribute only in 1-4 "
-    "words, never its value (e.g. favourite colour, son's name, home city); content, one full "
-    "sentence about the user that keeps every name, number and relation (e.g. The user's son "
-    "is called Felix.); confidence, 0..1. "
-    'Reply with JSON only: {"candidates": [{"subject": ..., "content": ..., "confidence": ...}]}'
-    ', or {"candidates": []} when there is no such fact.'
+    "Rewrite what the user's message says about the user as facts in the third person, so an "
+    "assistant can remember them later. For each fact: subject, the attribute in 1-4 words "
+    "without its value (e.g. name, favourite colour, opinion of board games); content, one "
+    "sentence starting 'The user' that keeps every name, date, item and reason of the message; "
+    "confidence 0..1.\nExamples:\n"
+    "User: I've changed my mind about board games: since May 02 I dislike them because the "
+    "rules take too long.\n"
+    '{"candidates": [{"subject": "opinion of board games", "content": "Since May 02 the user '
+    'dislikes board games because the rules take too long.", "confidence": 0.9}]}\n'
+    "User: You can call me Rowan. By the way, I once climbed a volcano.\n"
+    '{"candidates": [{"subject": "name", "content": "The user wants to be called Rowan.", '
+    '"confidence": 0.9}, {"subject": "past experience", "content": "The user once climbed a '
+    'volcano.", "confidence": 0.9}]}'
 )
+# The prompt shows the reply by example, so the JSON schema is not shown as well
+# (``complete_json``'s ``instruction``; the schema still constrains generation). Shown the schema
+# and told it may reply {"candidates": []}, the 1.5B model kept 0 of 40 planted facts ("My name
+# is Honora." included) and the 0.5B 15 of 40, none of the persona stances; with this prompt
+# and no escape hatch (``check_candidates`` drops what the message does not ground, questions
+# included) see benchmarks/results/extraction.json.
+REPLY_INSTRUCTION = "Reply with the JSON object only."
 CUE = re.compile(r"\b(i|i'm|i've|i'd|my|mine|we|our|remember)\b", re.IGNORECASE)
 _MY_X_IS = re.compile(r"\bmy ([a-z][a-z' -]{1,40}?) (?:is|are|was|=) ([^.?!;\n]{1,120})",
                       re.IGNORECASE)
@@ -49,20 +61,27 @@ _FILLER_WORDS = {  # words that do not ground a fact in the user's message
     "very", "really", "what", "which", "who", "how", "why", "when", "where", "there", "here"}
 
 
-class PromotionCandidate(BaseModel):
+class FactDraft(BaseModel):
+    """One fact as the LLM writes it (what its grammar allows: no internal fields)."""
+
+    subject: str = Field(min_length=1)
+    content: str = Field(min_length=1)
+    confidence: float = Field(ge=0.0, le=1.0)
+
+
+class PromotionCandidate(FactDraft):
     """A fact staged for the ConsolidationAgent."""
 
     subject: str = Field(min_length=1, description="the attribute only, 1-4 words, without "
                          "its value, e.g. favourite colour (the supersession key)")
     content: str = Field(min_length=1, description="the fact about the user as one sentence")
-    confidence: float = Field(ge=0.0, le=1.0)
     extractor: Extractor = "llm"
 
 
 class ExtractionResult(BaseModel):
     """What the LLM extractor must return."""
 
-    candidates: list[PromotionCandidate] = Field(default_factory=list)
+    candidates: list[FactDraft] = Field(default_factory=list)
 
 
 def subject_key(subject: str) -> str:
@@ -138,10 +157,11 @@ def extract_candidates(llm: LLMClient | None, exchange: Exchange, *, max_tokens:
                 Message(role="user", content=exchange.render())]
     try:
         result = complete_json(llm, messages, ExtractionResult, max_tokens=max_tokens,
-                               max_items=MEMORY_MAX_ITEMS, max_chars=MEMORY_MAX_CHARS)
+                               max_items=MEMORY_MAX_ITEMS, max_chars=MEMORY_MAX_CHARS,
+                               instruction=REPLY_INSTRUCTION)
     except LLMError as exc:
         return rule_based_candidates(exchange), "rules", f"{type(exc).__name__}: {exc}"
-    for candidate in result.candidates:
-        candidate.extractor = "llm"
-    found = check_candidates(result.candidates, exchange) if check else result.candidates
+    drafts = [PromotionCandidate(**draft.model_dump(), extractor="llm")
+              for draft in result.candidates]
+    found = check_candidates(drafts, exchange) if check else drafts
     return found, "llm", None

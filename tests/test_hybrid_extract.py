@@ -1,0 +1,79 @@
+"""hybrid's fact extractor: what the LLM is shown and what it may write (benchmarks/bench_extraction.py
+measures what it keeps on real models)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from memlab.llm.fake import FakeLLM
+from memlab.memory.base import Exchange
+from memlab.memory.hybrid_extract import extract_candidates
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import bench_extraction  # noqa: E402
+
+EXCHANGE = Exchange(user="I've changed my mind about jazz records: since March 20 I dislike it "
+                         "because I never find time for it.", assistant="Noted.", turn_number=3)
+
+
+def _reply(content: str, subject: str = "opinion of jazz records") -> str:
+    return json.dumps({"candidates": [{"subject": subject, "content": content,
+                                       "confidence": 0.9}]})
+
+
+def test_the_llm_sees_no_schema_dump_and_its_grammar_has_no_internal_field():
+    llm = FakeLLM([_reply("Since March 20 the user dislikes jazz records because they never "
+                          "find time for them.")])
+    extract_candidates(llm, EXCHANGE, check=True)
+    shown = "\n".join(m.content for m in llm.history[0])
+    # shown the schema (with its $defs and internal descriptions), the 1.5B model extracted
+    # nothing from any message
+    assert "$defs" not in shown and "ConsolidationAgent" not in shown
+    assert "empty" not in shown and '{"candidates": []}' not in shown
+    grammar = json.dumps(llm.params[0]["json_schema"])
+    assert '"subject"' in grammar and '"extractor"' not in grammar
+
+
+def test_llm_candidates_are_marked_as_the_llms_and_grounded_in_the_users_words():
+    llm = FakeLLM([json.dumps({"candidates": [
+        {"subject": "opinion of jazz records", "content": "Since March 20 the user dislikes "
+         "jazz records because they never find time for them.", "confidence": 0.9},
+        {"subject": "opinion of board games", "content": "The user dislikes board games.",
+         "confidence": 0.9}]})])
+    found, extractor, failure = extract_candidates(llm, EXCHANGE, check=True)
+    assert (extractor, failure) == ("llm", None)
+    assert [c.subject for c in found] == ["opinion of jazz records"]  # the example is not copied
+    assert found[0].extractor == "llm"
+
+
+def test_a_reply_that_is_never_json_falls_back_to_the_rules():
+    llm = FakeLLM(["sure!"])
+    found, extractor, failure = extract_candidates(
+        llm, Exchange(user="My favourite colour is Teal.", assistant="Noted.", turn_number=1))
+    assert extractor == "rules" and failure and "StructuredOutputError" in failure
+    assert [c.content for c in found] == ["The user's favourite colour is Teal."]
+
+
+def test_bench_statements_are_held_out_of_the_development_set():
+    held_out = bench_extraction.statements(8, 1)
+    used = bench_extraction.DEVELOPMENT
+    assert len({s["text"] for s in held_out if not s.get("negative")}) == 40
+    assert not {s.get("item") for s in held_out} & used["items"]
+    assert not {s.get("fact") for s in held_out} & used["asides"]
+    assert not {s.get("value") for s in held_out} & (used["colours"] | used["names"])
+    development = bench_extraction.statements(4, 0)
+    assert {s.get("value") for s in development if s["kind"] == "colour"} == used["colours"]
+
+
+def test_bench_scores_a_statement_by_its_value():
+    held_out = bench_extraction.statements(8, 1)
+    change = next(s for s in held_out if s["kind"] == "change")
+    item, reason = change["item"], change["reason"]
+    assert bench_extraction.kept(change, [f"Since March the user dislikes {item} because "
+                                          f"{reason}."])
+    assert not bench_extraction.kept(change, [f"The user changed their mind about {item}."])
+    colour = next(s for s in held_out if s["kind"] == "colour")
+    assert bench_extraction.kept(colour, [f"The user's favourite colour is {colour['value']}."])
+    assert not bench_extraction.kept(colour, ["The user likes best."])
