@@ -47,6 +47,12 @@ class Note(BaseModel):
     content: str
 
 
+class Patch(BaseModel):
+    """Edits to a document."""
+
+    edits: list[str]
+
+
 def test_chat_model_tool_call_is_constrained_json_and_parsed():
     from memlab.llm.langchain_chat import MemlabChatModel
 
@@ -59,6 +65,18 @@ def test_chat_model_tool_call_is_constrained_json_and_parsed():
     assert calls["minItems"] == 1 and calls["items"]["properties"]["name"] == {"const": "Note"}
     assert "Note: A note to keep." in llm.history[0][-1].content
     assert chat.stats.calls == 1 and chat.stats.parse_failures == 0
+
+
+def test_tool_arguments_are_bounded_as_memlabs_own_memory_calls():
+    from memlab.llm.langchain_chat import MemlabChatModel
+    from memlab.llm.structured import MEMORY_MAX_CHARS, MEMORY_MAX_ITEMS
+
+    llm = FakeLLM(['{"tool_calls": [{"name": "Patch", "arguments": {"edits": ["a"]}}]}'])
+    MemlabChatModel(llm=llm).bind_tools([Patch], tool_choice="any").invoke("edit it")
+    edits = llm.params[0]["json_schema"]["properties"]["tool_calls"]["items"]["properties"][
+        "arguments"]["properties"]["edits"]
+    assert edits["maxItems"] == MEMORY_MAX_ITEMS  # a looping model stops at 8 patches
+    assert edits["items"]["maxLength"] == MEMORY_MAX_CHARS
 
 
 def test_chat_model_counts_a_bad_reply_and_returns_it_as_text():

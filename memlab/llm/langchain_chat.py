@@ -176,7 +176,10 @@ def chosen_tools(tools: list[dict[str, Any]], tool_choice: Any) -> list[dict[str
 
 def tool_call_schema(tools: list[dict[str, Any]], *, minimum: int, maximum: int) -> dict[str, Any]:
     """The JSON schema of a reply calling ``tools`` (``$defs`` of every tool hoisted to the root,
-    where their ``#/$defs/...`` references point)."""
+    where their ``#/$defs/...`` references point), every list and string in the arguments bounded
+    as memlab's own memory calls are (``MEMORY_MAX_ITEMS``, ``MEMORY_MAX_CHARS``): unbounded, the
+    1.5B model filled LangMem's PatchDoc with the same patch ("replace /content/5", "/content/6",
+    ...) until the 512-token limit, at 100-260 s a stored turn."""
     defs: dict[str, Any] = {}
     options = []
     for tool in tools:
@@ -191,7 +194,7 @@ def tool_call_schema(tools: list[dict[str, Any]], *, minimum: int, maximum: int)
     schema = {"type": "object", "properties": {"tool_calls": calls}, "required": ["tool_calls"]}
     if defs:
         schema["$defs"] = defs
-    return bound_schema(schema, None, MEMORY_MAX_CHARS)
+    return bound_schema(schema, MEMORY_MAX_ITEMS, MEMORY_MAX_CHARS)
 
 
 def tools_instruction(tools: list[dict[str, Any]], forced: bool, schema: dict[str, Any]) -> str:
