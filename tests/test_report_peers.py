@@ -121,3 +121,18 @@ def test_search_latency_from_the_benchmark_file(tmp_path):
         {"condition": "mem0", "stored": 10000, "search_p50_ms": 7.0, "search_p95_ms": 12.0}]}))
     table = search_latency(bench)
     assert table.loc["mem0", ("search_p95_ms", 10000)] == 12.0
+
+
+def test_fractional_ltm_scores_get_an_interval_too(tmp_path):
+    from memlab.report.peers import run_row
+
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"condition": "rag", "suite": "ltm", "span": 1000, "seed": 0, "status": "complete"}))
+    (tmp_path / "scores.jsonl").write_text("".join(
+        json.dumps({"phase": "main", "test_id": f"t{i}", "score": s, "max_score": 1}) + "\n"
+        for i, s in enumerate([0.0, 0.5, 1.0, 0.25, 0.0, 1.0])))
+    (tmp_path / "turns.jsonl").write_text("")
+    (tmp_path / "calls.jsonl").write_text("")
+    row = run_row(tmp_path)
+    assert row["accuracy"] == pytest.approx(2.75 / 6)
+    assert 0.0 <= row["accuracy_low"] < row["accuracy"] < row["accuracy_high"] <= 1.0

@@ -4,7 +4,8 @@ Reads finished runs (``manifest.json``, ``turns.jsonl``, ``scores.jsonl``, ``cal
 a results folder and, optionally, ``benchmarks/results/peers.json`` (search latency at 1k/10k
 stored memories). Runs are compared within a cell: the same suite, span, seed and memory model.
 
-Per run (``peer_rows``): answered tests and accuracy with its Wilson interval; evidence recall by
+Per run (``peer_rows``): answered tests and accuracy with its interval (``stats.score_ci``:
+Wilson for 0/1 scores, a clipped t interval for GoodAI's fractional LTM scores); evidence recall by
 answer text (the share of evidence pieces whose answer reached the prompt: the one measure that
 applies to a memory without provenance, so every condition is judged by it here); prompt tokens
 per answer; LLM calls and memory seconds per stored turn (filler turns: observed without an
@@ -30,7 +31,7 @@ import pandas as pd
 from memlab.bench.runlog import read_jsonl
 from memlab.bench.tables import probes_run
 from memlab.memory.base import PEERS
-from memlab.stats import holm, mcnemar, paired_bootstrap, proportion, proportion_ci
+from memlab.stats import holm, mcnemar, paired_bootstrap, proportion, score_ci
 
 BASELINES = ("rag", "hybrid", "sleep")
 CELL = ["suite", "span", "seed", "memory_model"]
@@ -82,8 +83,7 @@ def run_row(run_dir: Path) -> dict[str, Any]:
     manifest = json.loads((run_dir / "manifest.json").read_text())
     turns = [t for t in read_jsonl(run_dir / "turns.jsonl") if t.get("phase") == "main"]
     scores = answered_scores(run_dir)
-    accuracy = proportion_ci(sum(round(s) for s in scores.values()), len(scores)) if all(
-        s in (0.0, 1.0) for s in scores.values()) else None
+    accuracy = score_ci(list(scores.values())) if scores else None
     pieces = [float(bool(e.get("answer_in_prompt"))) for t in turns
               if t.get("kind") == "question" for e in t.get("evidence") or []]
     recall = proportion(pieces)
