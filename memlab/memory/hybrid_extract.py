@@ -38,10 +38,10 @@ EXTRACT_PROMPT = (
 )
 # The prompt shows the reply by example, so the JSON schema is not shown as well
 # (``complete_json``'s ``instruction``; the schema still constrains generation). Shown the schema
-# and told it may reply {"candidates": []}, the 1.5B model kept 0 of 40 planted facts ("My name
-# is Honora." included) and the 0.5B 15 of 40, none of the persona stances; with this prompt
-# and no escape hatch (``check_candidates`` drops what the message does not ground, questions
-# included) see benchmarks/results/extraction.json.
+# and told it may reply {"candidates": []}, the 1.5B model kept 0 of 40 held-out planted facts
+# ("My name is Honora." included) and the 0.5B 25 of 40 (1 of 8 changes of mind); with this
+# prompt and no escape hatch (``check_candidates`` drops what the message does not ground,
+# questions included) 40 and 37 of 40 (benchmarks/bench_extraction.py, results/extraction.json).
 REPLY_INSTRUCTION = "Reply with the JSON object only."
 CUE = re.compile(r"\b(i|i'm|i've|i'd|my|mine|we|our|remember)\b", re.IGNORECASE)
 _MY_X_IS = re.compile(r"\bmy ([a-z][a-z' -]{1,40}?) (?:is|are|was|=) ([^.?!;\n]{1,120})",
