@@ -20,7 +20,7 @@ from memlab.errors import (
     UnknownBackendError,
 )
 from memlab.llm import choose_option, get_llm, parse_final_answer
-from memlab.llm.base import Completion, Message
+from memlab.llm.base import LOOP_PERIOD, LOOP_TOKENS, Completion, Message, ends_in_loop
 from memlab.llm.cache import ResponseCache, cache_key
 from memlab.llm.fake import FakeLLM
 from memlab.llm.options import choose_option_traced
@@ -316,3 +316,30 @@ def test_unknown_local_size_is_refused() -> None:
         packaged_model("7b")
     with pytest.raises(ValueError):
         get_settings(local_size="7b")
+
+
+# --- loops ---------------------------------------------------------------------
+@pytest.mark.parametrize("period", [1, 2, LOOP_PERIOD])
+def test_a_tail_repeating_a_short_cycle_is_a_loop(period):
+    cycle = list(range(100, 100 + period))
+    tail = (cycle * LOOP_TOKENS)[:LOOP_TOKENS]
+    assert ends_in_loop([7, 8, 9] + tail)
+    assert not ends_in_loop(tail[1:])  # one token short
+
+
+def test_varied_text_and_longer_cycles_are_not_loops():
+    assert not ends_in_loop(list(range(200)))
+    longer = list(range(LOOP_PERIOD + 1)) * 20  # a cycle one token too long
+    assert not ends_in_loop(longer)
+    broken = [1, 2] * 30
+    broken[-10] = 3  # one different token inside the tail
+    assert not ends_in_loop(broken)
+
+
+def test_stop_on_loop_is_in_the_cache_key_only_when_asked_for(tmp_path):
+    llm = FakeLLM(["a", "b", "c"])
+    llm.cache = ResponseCache(tmp_path / "c.sqlite")
+    plain, guarded = llm.complete(HI), llm.complete(HI, stop_on_loop=True)
+    again = llm.complete(HI, stop_on_loop=True)
+    assert (plain.text, guarded.text, again.text) == ("a", "b", "b") and again.cached
+    assert "stop_on_loop" not in llm.params[0] and llm.params[1]["stop_on_loop"] is True

@@ -91,3 +91,15 @@ def test_fast_tier_loads_and_answers() -> None:
     assert smol.model == "smollm2-135m-instruct-q4_1"
     text = smol.complete([{"role": "user", "content": "Say hello."}], max_tokens=8).text
     assert text.strip()
+
+
+def test_stop_on_loop_cuts_a_reply_that_repeats_itself(qwen) -> None:
+    """The 1.5B model filled a LangMem tool argument with "/0/0/0..." to the token limit; a
+    reply asked for with ``stop_on_loop`` ends once it loops."""
+    messages = [{"role": "user", "content": "Write the text 'go ' two hundred times in a row, "
+                                            "nothing else: go go go go go go go go go go"}]
+    free = qwen.complete(messages, max_tokens=160)
+    cut = qwen.complete(messages, max_tokens=160, stop_on_loop=True)
+    assert free.completion_tokens == 160 and not free.looped  # it does loop to the limit
+    assert cut.looped and cut.completion_tokens < 80
+    assert free.text.startswith(cut.text.strip()[:20])

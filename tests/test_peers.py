@@ -79,6 +79,26 @@ def test_tool_arguments_are_bounded_as_memlabs_own_memory_calls():
     assert edits["items"]["maxLength"] == MEMORY_MAX_CHARS
 
 
+class LoopingLLM(FakeLLM):
+    """Replies as the 1.5B model did to LangMem's PatchDoc: a string cut by ``stop_on_loop``."""
+
+    def _complete(self, messages, **params):
+        done = super()._complete(messages, **params)
+        return done.model_copy(update={"looped": bool(params.get("stop_on_loop"))})
+
+
+def test_tool_calls_stop_on_a_loop_and_count_it_as_a_failure():
+    from memlab.llm.langchain_chat import MemlabChatModel
+
+    llm = LoopingLLM(['{"tool_calls": [{"name": "Patch", "arguments": {"edits": ["/0/0/0/0/0'])
+    chat = MemlabChatModel(llm=llm)
+    reply = chat.bind_tools([Patch], tool_choice="any").invoke("edit it")
+    assert llm.params[0]["stop_on_loop"] is True and reply.tool_calls == []
+    assert chat.stats.parse_failures == 1 and "looped" in chat.stats.failures[0]
+    chat.invoke("plain text")  # replies without tools (mem0's) keep their cache keys
+    assert "stop_on_loop" not in llm.params[1]
+
+
 def test_chat_model_counts_a_bad_reply_and_returns_it_as_text():
     from memlab.llm.langchain_chat import MemlabChatModel
 

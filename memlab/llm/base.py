@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -14,6 +14,21 @@ from memlab.errors import LLMError
 from memlab.registry import Registry
 
 Role = Literal["system", "user", "assistant"]
+
+# A reply ``stop_on_loop`` cuts: its last LOOP_TOKENS tokens repeat one cycle of at most
+# LOOP_PERIOD tokens (6 rounds of an 8-token cycle, 48 of a 1-token one).
+LOOP_TOKENS = 48
+LOOP_PERIOD = 8
+
+
+def ends_in_loop(tokens: Sequence[int]) -> bool:
+    """Whether the last ``LOOP_TOKENS`` of ``tokens`` repeat one cycle of ``LOOP_PERIOD`` or
+    fewer tokens."""
+    if len(tokens) < LOOP_TOKENS:
+        return False
+    tail = list(tokens[-LOOP_TOKENS:])
+    return any(all(tail[i] == tail[i - period] for i in range(period, LOOP_TOKENS))
+               for period in range(1, LOOP_PERIOD + 1))
 
 
 class Message(BaseModel):
@@ -31,6 +46,7 @@ class Completion(BaseModel):
     cached: bool = False
     model: str
     provider: str = ""
+    looped: bool = False  # cut by ``stop_on_loop``
 
 
 def as_messages(messages: list[Message] | list[dict[str, str]]) -> list[Message]:
@@ -66,6 +82,7 @@ class LLMClient(ABC):
         json_schema: dict[str, Any] | None = None,
         choices: list[str] | None = None,
         json_newlines: bool = False,
+        stop_on_loop: bool = False,
     ) -> Completion:
         """Answer ``messages``.
 
@@ -74,12 +91,18 @@ class LLMClient(ABC):
             choices: constrain the output to exactly one of these strings where the backend can.
             json_newlines: the constrained JSON may break lines and indent (for a prompt that
                 shows indented JSON; a local grammar otherwise allows one space at most).
+            stop_on_loop: end the reply once it repeats a short cycle of tokens (``LOOP_TOKENS``
+                tokens of a cycle of at most ``LOOP_PERIOD``) where the backend can (the local
+                model): the 1.5B model otherwise fills a tool argument with "/0/0/0..." up to
+                ``max_tokens``. The reply is cut where the loop was seen.
         """
         msgs = as_messages(messages)
         params = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop,
                   "json_schema": json_schema, "choices": choices}
         if json_newlines:  # only when set: every other call keeps its cache key
             params["json_newlines"] = True
+        if stop_on_loop:  # likewise
+            params["stop_on_loop"] = True
         key = params | self.cache_identity(params)
         if self.cache is not None:
             hit = self.cache.get(self.provider, self.model, msgs, key)

@@ -114,20 +114,21 @@ class MemlabChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _complete(self, convo: list[Message], stop: list[str] | None,
-                  schema: dict[str, Any] | None) -> str:
+                  schema: dict[str, Any] | None, *, stop_on_loop: bool = False) -> Completion:
         client: LLMClient = self.llm
         completion = client.complete(convo, max_tokens=self.max_tokens, stop=stop,
-                                     json_schema=schema, json_newlines=self.json_newlines)
+                                     json_schema=schema, json_newlines=self.json_newlines,
+                                     stop_on_loop=stop_on_loop)
         self.stats.add(completion)
-        return completion.text
+        return completion
 
     def _call_text(self, convo: list[Message], stop: list[str] | None) -> str:
         schema = self.response_schema
         if schema is None:
-            return self._complete(convo, stop, None)
+            return self._complete(convo, stop, None).text
         if schema and self.schema_instruction:
             convo = with_instruction(convo, json_instruction(schema))
-        raw = self._complete(convo, stop, schema)
+        raw = self._complete(convo, stop, schema).text
         try:
             parse_json_lenient(raw)
         except Exception as exc:  # the caller parses it again; here it is only counted
@@ -142,8 +143,12 @@ class MemlabChatModel(BaseChatModel):
         schema = tool_call_schema(allowed, minimum=1 if forced else 0,
                                   maximum=self.max_tool_calls)
         convo = with_instruction(convo, tools_instruction(allowed, forced, schema))
-        raw = self._complete(convo, stop, schema)
+        completion = self._complete(convo, stop, schema, stop_on_loop=True)
+        raw = completion.text
         calls, problem = parse_tool_calls(raw, {t["name"] for t in allowed})
+        if completion.looped:  # its arguments end in the loop: no call is made of them
+            calls = []
+            problem = f"the reply looped and was cut after {completion.completion_tokens} tokens"
         if problem:
             self.stats.fail(problem)
         return AIMessage(content="" if calls else raw, tool_calls=calls)
@@ -179,7 +184,8 @@ def tool_call_schema(tools: list[dict[str, Any]], *, minimum: int, maximum: int)
     where their ``#/$defs/...`` references point), every list and string in the arguments bounded
     as memlab's own memory calls are (``MEMORY_MAX_ITEMS``, ``MEMORY_MAX_CHARS``): unbounded, the
     1.5B model filled LangMem's PatchDoc with the same patch ("replace /content/5", "/content/6",
-    ...) until the 512-token limit, at 100-260 s a stored turn."""
+    ...) until the 512-token limit, at 100-260 s a stored turn. Within the bounds it still filled
+    one string ("/content/0/0/0/..."), so tool calls are also made with ``stop_on_loop``."""
     defs: dict[str, Any] = {}
     options = []
     for tool in tools:

@@ -17,7 +17,7 @@ import numpy as np
 
 from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, LLMError, MissingDependencyError
-from memlab.llm.base import Completion, LLMClient, Message, as_messages
+from memlab.llm.base import Completion, LLMClient, Message, as_messages, ends_in_loop
 from memlab.llm.grammars import grammar_for, grammar_version
 from memlab.llm.weights import ensure_model_file, packaged_model
 
@@ -183,17 +183,20 @@ class LocalLLM(LLMClient):
         stop = [s for s in [*(params.get("stop") or []), self._loaded.eos_text] if s]
         grammar = grammar_for(params.get("json_schema"), params.get("choices"),
                               newlines=bool(params.get("json_newlines")))
+        loop = LoopStop(len(tokens)) if params.get("stop_on_loop") else None
+        criteria = _import_llama_cpp().StoppingCriteriaList([loop]) if loop else None
         with self._loaded.lock:
             try:
                 out = self.llama.create_completion(
                     prompt=tokens, max_tokens=max_tokens, temperature=params["temperature"],
-                    stop=stop, grammar=grammar, seed=self.seed)
+                    stop=stop, grammar=grammar, seed=self.seed, stopping_criteria=criteria)
             except (ValueError, RuntimeError) as exc:
                 raise LLMError(f"local model {self.model} failed: {exc}") from exc
         usage = out["usage"]
         return Completion(text=out["choices"][0]["text"], prompt_tokens=usage["prompt_tokens"],
                           completion_tokens=usage["completion_tokens"], latency_s=0.0,
-                          model=self.model, provider=self.provider)
+                          model=self.model, provider=self.provider,
+                          looped=bool(loop and loop.fired))
 
     def _score_options(self, messages: list[Message], options: list[str]) -> list[float]:
         """Mean log-probability per token of each option (plus end-of-turn) as the reply."""
@@ -250,3 +253,15 @@ class LocalLLM(LLMClient):
         llama.n_tokens = n_tokens
         llama._ctx.kv_cache_seq_rm(-1, n_tokens, -1)
         llama._requires_eval = True  # the logits in the context no longer follow the prompt
+
+
+class LoopStop:
+    """A llama-cpp stopping criterion: true once the reply (the tokens after the first
+    ``n_prompt``) ends in a loop (``ends_in_loop``); ``fired`` says whether it stopped one."""
+
+    def __init__(self, n_prompt: int):
+        self.n_prompt, self.fired = n_prompt, False
+
+    def __call__(self, input_ids: np.ndarray, logits: np.ndarray) -> bool:
+        self.fired = self.fired or ends_in_loop(input_ids[self.n_prompt:])
+        return self.fired
