@@ -38,6 +38,7 @@ class TurnTrace(BaseModel):
         llm_latency_s: the answering LLM call.
         memory_latency_s: recall + store (includes the condition's own model calls, e.g. hybrid
             extraction; excludes a sleep cycle, whose statistics are in ``cycle_stats``).
+        recall_latency_s: the recall alone (the memory search a question waits for).
         memory_ids / memory_kinds: the memories put into the prompt (items, then history turns).
         truncated_turns: exchanges the condition cut to fit the window (full_context).
         slept: an auto-sleep cycle ran after this turn; ``cycle_stats`` holds its CycleStats.
@@ -59,6 +60,7 @@ class TurnTrace(BaseModel):
     completion_tokens: int = 0
     llm_latency_s: float = 0.0
     memory_latency_s: float = 0.0
+    recall_latency_s: float = 0.0
     memory_ids: list[str] = Field(default_factory=list)
     memory_kinds: list[str] = Field(default_factory=list)
     truncated_turns: int = 0
@@ -133,7 +135,7 @@ class Agent:
         start = time.perf_counter()
         context = self.memory.recall(text)
         trace.context = context
-        trace.memory_latency_s = time.perf_counter() - start
+        trace.memory_latency_s = trace.recall_latency_s = time.perf_counter() - start
         shown = prompt or text
         user_text = render_options(shown, options) if options else shown
         messages = self._build_messages(context, user_text, trace, now=timestamp)

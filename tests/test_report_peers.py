@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -75,7 +76,7 @@ def test_rows_match_the_run_files(results):
         assert row.answered_tests == len(scores) == 4
         assert row.accuracy == pytest.approx(sum(s["score"] for s in scores) / 4)
         assert row.accuracy_low <= row.accuracy <= row.accuracy_high
-        assert row.evidence_pieces == 4 and row.stored_turns == 8
+        assert row.evidence_pieces == 4 and row.stored_turns == 12  # 8 filler + 4 needles
     assert rows.loc["rag", "llm_calls_per_stored_turn"] == 0
     assert rows.loc["mem0", "llm_calls_per_stored_turn"] == 1  # one extraction call per add
     assert rows.loc["langmem", "llm_calls_per_stored_turn"] >= 1
@@ -136,3 +137,18 @@ def test_fractional_ltm_scores_get_an_interval_too(tmp_path):
     row = run_row(tmp_path)
     assert row["accuracy"] == pytest.approx(2.75 / 6)
     assert 0.0 <= row["accuracy_low"] < row["accuracy"] < row["accuracy_high"] <= 1.0
+
+
+def test_recall_latency_is_the_search_alone_even_of_a_stored_question(results):
+    from memlab.report.peers import recall_seconds
+
+    rows = peer_rows(results).set_index("condition")
+    turns = read_jsonl(Path(rows.loc["mem0", "run_dir"]) / "turns.jsonl")
+    waits = [t["recall_latency_s"] for t in turns if t["kind"] == "question"]
+    assert len(waits) == 4 and all(0 < w for w in waits)
+    assert rows.loc["mem0", "recall_p50_ms"] == pytest.approx(1000 * float(np.median(waits)))
+    # LTM stores its questions: memory_latency_s then includes mem0's add (seconds), recall not
+    stored = {"kind": "question", "store": True, "memory_latency_s": 20.0, "recall_latency_s": 0.01}
+    assert recall_seconds(stored) == 0.01
+    assert recall_seconds({"store": True, "memory_latency_s": 20.0}) is None  # older runs
+    assert recall_seconds({"store": False, "memory_latency_s": 0.02}) == 0.02

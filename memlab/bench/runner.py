@@ -68,7 +68,8 @@ log = logging.getLogger(__name__)
 
 Phase = Literal["main", "pre_sleep", "post_sleep"]
 AgentFactory = Callable[..., Agent]
-TIMING_FIELDS = ("llm_latency_s", "memory_latency_s")  # the only fields a replay may change
+TIMING_FIELDS = ("llm_latency_s", "memory_latency_s",  # the only fields a replay may change
+                 "recall_latency_s")
 CYCLE_TIMING_FIELDS = ("started_at", "finished_at", "phase_durations_s")
 
 

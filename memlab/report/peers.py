@@ -8,9 +8,9 @@ Per run (``peer_rows``): answered tests and accuracy with its interval (``stats.
 Wilson for 0/1 scores, a clipped t interval for GoodAI's fractional LTM scores); evidence recall by
 answer text (the share of evidence pieces whose answer reached the prompt: the one measure that
 applies to a memory without provenance, so every condition is judged by it here); prompt tokens
-per answer; LLM calls and memory seconds per stored turn (filler turns: observed without an
-answer, so every call on them is the memory's own); recall latency p50/p95 over the questions
-not stored (recall only); parse failures and failed turns (peers: from the manifest's
+per answer; LLM calls and memory seconds per stored turn (every statement turn: persona's filler,
+LTM's filler and needles; the calls of their steps less the answer of a turn the model replied
+to); recall latency p50/p95 over the questions (``recall_seconds``); parse failures and failed turns (peers: from the manifest's
 ``memory_stats``). ``paired`` adds each peer's accuracy difference from each baseline on the
 tests both answered (exact McNemar, Newcombe interval, Holm-corrected within the cell).
 
@@ -58,12 +58,26 @@ def answered_scores(run_dir: Path) -> dict[str, float]:
     return out
 
 
+def recall_seconds(turn: dict[str, Any]) -> float | None:
+    """The memory search a question waited for: ``recall_latency_s``; in runs made before it
+    was recorded, ``memory_latency_s`` of a question that was not stored (of a stored one it
+    includes the store)."""
+    if "recall_latency_s" in turn:
+        return turn["recall_latency_s"]
+    return None if turn.get("store") else turn.get("memory_latency_s")
+
+
 def _cost_fields(turns: list[dict], calls: list[dict], stats: dict[str, Any]) -> dict[str, Any]:
-    observed = [t for t in turns if t.get("kind") == "filler" and t.get("phase") == "main"]
-    steps = {f"main:{t['index']}" for t in observed}
-    per_turn = sum(1 for c in calls if c.get("step") in steps) / len(observed) if observed else None
-    recall_ms = [1000 * t["memory_latency_s"] for t in turns
-                 if t.get("kind") == "question" and not t.get("store")]
+    # stored turns: every statement the conversation feeds the memory (persona's filler, LTM's
+    # filler and needles); their steps' calls are memory calls, but for the answer of a turn the
+    # model replied to (LTM's needles outside scripted replies)
+    observed = [t for t in turns if t.get("kind") != "question" and t.get("phase") == "main"]
+    by_step = {f"main:{t['index']}": t for t in observed}
+    memory_calls = sum(1 for c in calls if c.get("step") in by_step) - sum(
+        1 for t in observed if t.get("prompt_tokens"))
+    per_turn = memory_calls / len(observed) if observed else None
+    waits = [recall_seconds(t) for t in turns if t.get("kind") == "question"]
+    recall_ms = [1000 * s for s in waits if s is not None]
     llm = stats.get("llm") or {}
     failures = (llm.get("parse_failures", 0) + stats.get("failed_turns", 0)) if stats else None
     return {
