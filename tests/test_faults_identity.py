@@ -77,19 +77,19 @@ def test_a_run_folder_of_one_server_is_refused_for_another(servers, tmp_path):
     assert digest(run_dir) == before and second.requests == 0
 
 
-@pytest.mark.parametrize("module, name, part", [
-    ("memlab.agent", "DEFAULT_SYSTEM_PROMPT", "agent"),
-    ("memlab.agent", "MEMORY_HEADER", "agent"),
-    ("memlab.memory.hybrid_extract", "EXTRACT_PROMPT", "memory"),
-    ("memlab.sleep.compress", "COMPRESS_PROMPT", "memory"),
-    ("memlab.bench.scoring", "JUDGE_PROMPT", "scoring"),
-    ("memlab.llm.local", "CHATML_TEMPLATE", "structured"),
+@pytest.mark.parametrize("module, name, part, condition", [
+    ("memlab.agent", "DEFAULT_SYSTEM_PROMPT", "agent", "vanilla"),
+    ("memlab.agent", "MEMORY_HEADER", "agent", "vanilla"),
+    ("memlab.memory.hybrid_extract", "EXTRACT_PROMPT", "memory", "episodic_summary"),
+    ("memlab.sleep.compress", "COMPRESS_PROMPT", "memory", "episodic_summary"),
+    ("memlab.bench.scoring", "JUDGE_PROMPT", "scoring", "vanilla"),
+    ("memlab.llm.local", "CHATML_TEMPLATE", "structured", "vanilla"),
 ])
-def test_a_prompt_change_changes_the_run_identity_and_refuses_the_folder(module, name, part,
-                                                                         tmp_path, monkeypatch):
+def test_a_prompt_change_changes_the_run_identity_and_refuses_the_folder(
+        module, name, part, condition, tmp_path, monkeypatch):
     import importlib
 
-    run_dir = run(TinySuite(), "vanilla", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+    run_dir = run(TinySuite(), condition, llm=FakeLLM([fake_reply]), results_dir=tmp_path,
                   progress=False)
     versions_before = versions.prompt_versions()
     target = importlib.import_module(module)
@@ -98,9 +98,29 @@ def test_a_prompt_change_changes_the_run_identity_and_refuses_the_folder(module,
     assert after[part] != versions_before[part]
     assert {k for k in after if after[k] != versions_before[k]} == {part}
     with pytest.raises(ConfigError, match=f"prompts.{part}: recorded '{versions_before[part]}'"):
-        run(TinySuite(), "vanilla", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+        run(TinySuite(), condition, llm=FakeLLM([fake_reply]), results_dir=tmp_path,
             progress=False)
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_a_memory_prompt_change_leaves_a_run_that_sends_none_of_them_resumable(
+        tmp_path, monkeypatch):
+    """The peers grid's mem0 cell, 56 turns in, was refused when hybrid's extractor prompt
+    changed: a condition that never sends memlab's memory prompts does not record them."""
+    from memlab.memory import hybrid_extract
+
+    assert "memory" not in versions.prompt_versions("rag")
+    assert "memory" in versions.prompt_versions("hybrid") == versions.prompt_versions()
+    first = run(TinySuite(), "rag", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+                progress=False)
+    manifest = first / "manifest.json"
+    assert "memory" not in json.loads(manifest.read_text())["prompts"]
+    manifest.write_text(manifest.read_text().replace('"complete"', '"running"'))  # killed
+    monkeypatch.setattr(hybrid_extract, "EXTRACT_PROMPT", hybrid_extract.EXTRACT_PROMPT + " X")
+    again = run(TinySuite(), "rag", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+                progress=False)
+    assert again == first
+    assert json.loads((again / "manifest.json").read_text())["status"] == "complete"
 
 
 def test_a_grammar_change_changes_the_structured_version(monkeypatch):

@@ -274,7 +274,8 @@ def run_identity(spec: RunSpec, suite: Suite, llm: Any, embedder: Any,
                     "context_window": llm.context_window, **llm.cache_identity({})},
             "memory_llm": {"provider": memory_llm.provider, "model": memory_llm.model,
                            **memory_llm.cache_identity({})},
-            "embedder": getattr(embedder, "name", None), "prompts": prompt_versions()}
+            "embedder": getattr(embedder, "name", None),
+            "prompts": prompt_versions(spec.condition)}
 
 
 class _RunSession:

@@ -72,10 +72,25 @@ PROMPT_TEXTS: dict[str, Callable[[], list[str]]] = {
     "scoring": _scoring_texts, "suites": _suite_texts}
 
 
-def prompt_versions() -> dict[str, str]:
-    """Per part of ``PROMPT_TEXTS``, the first 16 hex digits of the sha256 of its texts."""
+def prompt_versions(condition: str | None = None) -> dict[str, str]:
+    """Per part of ``PROMPT_TEXTS``, the first 16 hex digits of the sha256 of its texts; for a
+    ``condition`` whose memory sends none of memlab's memory prompts
+    (``MemorySystem.uses_memory_prompts``), without the "memory" part."""
+    parts = dict(PROMPT_TEXTS)
+    if condition is not None and not _uses_memory_prompts(condition):
+        del parts["memory"]
     return {part: hashlib.sha256("\x00".join(texts()).encode("utf-8")).hexdigest()[:16]
-            for part, texts in PROMPT_TEXTS.items()}
+            for part, texts in parts.items()}
+
+
+def _uses_memory_prompts(condition: str) -> bool:
+    from memlab.errors import MemlabError
+    from memlab.memory.base import MEMORIES
+
+    try:
+        return MEMORIES.resolve(condition).uses_memory_prompts
+    except (MemlabError, ImportError):  # an unknown condition or a missing extra: every part
+        return True
 
 
 def environment_info() -> dict[str, Any]:

@@ -154,6 +154,10 @@ class MemorySystem(ABC):
     # Whether the memory sizes what it recalls to the answering model's window and tokenizer
     # (full_context): it is then given the answering model, not the memory model.
     sized_to_answering_model: ClassVar[bool] = False
+    # Whether the memory sends memlab's memory prompts (``versions.PROMPT_TEXTS["memory"]``:
+    # hybrid's extractor, the compressor, schema induction) to its model; a run's identity
+    # includes their version only then, so editing one leaves the runs of the others resumable.
+    uses_memory_prompts: ClassVar[bool] = True
 
     def __init__(self, scope: Scope, *, llm: LLMClient | None = None,
                  embedder: Embedder | None = None, workdir: Path | None = None,

@@ -71,6 +71,7 @@ class EpisodicMemory(MemorySystem):
     """Raw episodes, recent + relevant; no compression, no forgetting."""
 
     key = "episodic"
+    uses_memory_prompts = False
     Config = EpisodicConfig
 
     def __init__(self, *args, **kwargs):

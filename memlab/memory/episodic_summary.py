@@ -35,6 +35,7 @@ class EpisodicSummaryMemory(EpisodicMemory):
     """Raw recent episodes, LLM summaries of older ones."""
 
     key = "episodic_summary"
+    uses_memory_prompts = True  # the compressor's prompt
     Config = EpisodicSummaryConfig
 
     def __init__(self, *args, **kwargs):

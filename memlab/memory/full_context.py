@@ -48,6 +48,7 @@ class FullContextMemory(MemorySystem):
     """Every exchange, newest last; the oldest are cut when the history passes the window."""
 
     key = "full_context"
+    uses_memory_prompts = False
     Config = FullContextConfig
     sized_to_answering_model = True  # the history must fit the window of the model it goes to
 

@@ -22,6 +22,7 @@ class OracleMemory(MemorySystem):
     """Keeps every exchange by turn number; recalls only the current question's evidence."""
 
     key = "oracle"
+    uses_memory_prompts = False
     Config = OracleConfig
     uses_evidence = True
 

@@ -47,6 +47,7 @@ class RagMemory(MemorySystem):
     """Retrieve-then-read over raw turns; no distillation (DD-02's "dumb" persistence)."""
 
     key = "rag"
+    uses_memory_prompts = False
     Config = RagConfig
 
     def __init__(self, *args, **kwargs):

@@ -38,6 +38,7 @@ class SleepMemory(EpisodicMemory):
     """The sleep-inspired memory: episodes, consolidated memories and schemas."""
 
     key = "sleep"
+    uses_memory_prompts = True  # the compressor's and schema induction's prompts
     Config = SleepConfig
 
     def __init__(self, *args, **kwargs):

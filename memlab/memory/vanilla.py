@@ -15,6 +15,7 @@ class VanillaMemory(MemorySystem):
     """Remembers nothing: ``observe`` only counts, ``recall`` is always empty."""
 
     key = "vanilla"
+    uses_memory_prompts = False
     Config = VanillaConfig
 
     def __init__(self, *args, **kwargs):

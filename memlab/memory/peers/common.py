@@ -79,6 +79,7 @@ class PeerMemory(MemorySystem):
     exchange into the library) and ``_search`` (the library's hits for a query)."""
 
     keeps_provenance = False
+    uses_memory_prompts = False
     Config = PeerConfig
     # a mem0 call sends ~8,000 prompt tokens of instructions: the memory model needs this window
     memory_context_window: ClassVar[int | None] = 12_288
