@@ -63,8 +63,28 @@ def test_chat_model_tool_call_is_constrained_json_and_parsed():
     schema = llm.params[0]["json_schema"]
     calls = schema["properties"]["tool_calls"]
     assert calls["minItems"] == 1 and calls["items"]["properties"]["name"] == {"const": "Note"}
-    assert "Note: A note to keep." in llm.history[0][-1].content
     assert chat.stats.calls == 1 and chat.stats.parse_failures == 0
+
+
+def test_tools_open_the_system_message_and_the_reply_schema_is_not_shown():
+    """Tools first, as chat templates put them: every call of a tool set then shares its prompt
+    prefix with the last one (the local model reuses it). The grammar enforces the reply's
+    schema; showing a second copy of it is what the 1.5B model looped on."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from memlab.llm.langchain_chat import MemlabChatModel
+
+    llm = FakeLLM(['{"tool_calls": [{"name": "Note", "arguments": {"content": "cat Pixel"}}]}'])
+    bound = MemlabChatModel(llm=llm).bind_tools([Note, Patch], tool_choice="any")
+    bound.invoke([SystemMessage("Existing notes: none."), HumanMessage("remember my cat Pixel")])
+    bound.invoke([SystemMessage("Existing notes: cat Pixel."), HumanMessage("I like tea")])
+    first, second = (h[0].content for h in llm.history)
+    assert first.startswith("You can call these tools:\n- Note: A note to keep.")
+    assert first.endswith("Existing notes: none.") and "Call at least one tool." in first
+    tools = first[: first.index("Existing notes")]
+    assert second.startswith(tools) and [m.role for m in llm.history[1]] == ["system", "user"]
+    assert llm.history[1][-1].content == "I like tea"
+    assert "maxItems" not in tools and "tool_calls" in tools  # the shape by example only
 
 
 def test_tool_arguments_are_bounded_as_memlabs_own_memory_calls():

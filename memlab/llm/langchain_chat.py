@@ -142,7 +142,7 @@ class MemlabChatModel(BaseChatModel):
             isinstance(tool_choice, str) and tool_choice not in {"auto", "none"})
         schema = tool_call_schema(allowed, minimum=1 if forced else 0,
                                   maximum=self.max_tool_calls)
-        convo = with_instruction(convo, tools_instruction(allowed, forced, schema))
+        convo = with_tools(convo, tools_instruction(allowed, forced))
         completion = self._complete(convo, stop, schema, stop_on_loop=True)
         raw = completion.text
         calls, problem = parse_tool_calls(raw, {t["name"] for t in allowed})
@@ -203,15 +203,31 @@ def tool_call_schema(tools: list[dict[str, Any]], *, minimum: int, maximum: int)
     return bound_schema(schema, MEMORY_MAX_ITEMS, MEMORY_MAX_CHARS)
 
 
-def tools_instruction(tools: list[dict[str, Any]], forced: bool, schema: dict[str, Any]) -> str:
-    """What the model is told about the tools it may call and the reply format."""
+def tools_instruction(tools: list[dict[str, Any]], forced: bool) -> str:
+    """What the model is told about the tools it may call and the reply format: each tool's
+    name, description and parameters (JSON schema), as Qwen's chat template and OpenAI-style
+    servers show them, and the reply's shape by example. The reply's own JSON schema is not
+    shown (the grammar enforces it): shown a second copy of PatchDoc's schema, the 1.5B model
+    filled its arguments with loops, and memlab's hybrid extractor kept nothing when shown its."""
     lines = ["You can call these tools:"]
     for tool in tools:
         params = json.dumps(tool.get("parameters") or {}, separators=(",", ":"))
         lines.append(f"- {tool['name']}: {tool.get('description') or ''}\n  parameters: {params}")
     need = "at least one tool" if forced else "the tools you need (an empty list if none)"
-    lines.append(f"Call {need}. " + json_instruction(schema))
+    lines.append(f"Call {need}. Reply with only a JSON object, no prose and no code fence: "
+                 '{"tool_calls": [{"name": "<a tool name>", "arguments": {<its parameters>}}]}')
     return "\n".join(lines)
+
+
+def with_tools(convo: list[Message], instruction: str) -> list[Message]:
+    """``convo`` with the tools ``instruction`` first in its system message (a new one when it
+    has none), where chat templates put tools: it then opens every prompt of a tool set, and
+    the local model reuses its evaluation from one call to the next (LangMem's follows with the
+    existing memories and the conversation, which change every turn)."""
+    if convo and convo[0].role == "system":
+        return [Message(role="system", content=f"{instruction}\n\n{convo[0].content}"),
+                *convo[1:]]
+    return [Message(role="system", content=instruction), *convo]
 
 
 def parse_tool_calls(raw: str, names: set[str]) -> tuple[list[dict[str, Any]], str | None]:
