@@ -8,9 +8,10 @@ Per run (``peer_rows``): answered tests and accuracy with its interval (``stats.
 Wilson for 0/1 scores, a clipped t interval for GoodAI's fractional LTM scores); evidence recall by
 answer text (the share of evidence pieces whose answer reached the prompt: the one measure that
 applies to a memory without provenance, so every condition is judged by it here); prompt tokens
-per answer; LLM calls and memory seconds per stored turn (every statement turn: persona's filler,
-LTM's filler and needles; the calls of their steps less the answer of a turn the model replied
-to); recall latency p50/p95 over the questions (``recall_seconds``); parse failures and failed turns (peers: from the manifest's
+per answer; LLM calls and memory seconds per stored turn (every statement turn: persona's
+filler, LTM's filler and needles; the calls of their steps less the answer of a turn the model
+replied to); recall latency p50/p95 over the questions (``recall_seconds``); parse failures and
+failed turns (peers: from the manifest's
 ``memory_stats``). ``paired`` adds each peer's accuracy difference from each baseline on the
 tests both answered (exact McNemar, Newcombe interval, Holm-corrected within the cell).
 
@@ -72,8 +73,8 @@ def _cost_fields(turns: list[dict], calls: list[dict], stats: dict[str, Any]) ->
     # filler and needles); their steps' calls are memory calls, but for the answer of a turn the
     # model replied to (LTM's needles outside scripted replies)
     observed = [t for t in turns if t.get("kind") != "question" and t.get("phase") == "main"]
-    by_step = {f"main:{t['index']}": t for t in observed}
-    memory_calls = sum(1 for c in calls if c.get("step") in by_step) - sum(
+    steps = {f"main:{t['index']}" for t in observed}
+    memory_calls = sum(1 for c in calls if c.get("step") in steps) - sum(
         1 for t in observed if t.get("prompt_tokens"))
     per_turn = memory_calls / len(observed) if observed else None
     waits = [recall_seconds(t) for t in turns if t.get("kind") == "question"]
