@@ -3,16 +3,19 @@
 The statements are the ones the suites plant: the persona suite's stances ("I really like X
 because Y", "I can't stand X because Y", "I've changed my mind about X: since D I dislike it
 because Y") and asides ("By the way, I ..."), the LTM suite's colour and name lines; and, as
-negatives, the persona suite's small talk and the questions it asks. Each goes through
+negatives, the persona suite's small talk and the questions it asks; and standing instructions
+("Whenever I say that I am bored, reply: '...'"), the LTM suite's trigger_response tests. Each goes through
 ``extract_candidates`` (check on, as hybrid runs it) with a real local model and no response
 cache. A positive is *kept* when a grounded candidate's content carries its value (the item and
-a word of the reason; the colour; the name; most words of the aside); a negative is *stored*
+a word of the reason; the colour; the name; most words of the aside; for an instruction, most
+words of the sentence to say and a word of when to say it); a negative is *stored*
 when any LLM candidate survives the check (for small talk that is a faithful but useless fact,
 "The user tidied their desk."; for a question it would be an invented one).
 
 The prompt was developed on ``--seed 0 --per-kind 4``; the results in the README are on the
 held-out ``--seed 1 --per-kind 8``: no item, aside, colour or name of the development set
-(``DEVELOPMENT``).
+(``DEVELOPMENT``). The instructions held out are the LTM suite's own five triggers and three
+more; the development set has four others.
 
 Run: .venv/bin/python benchmarks/bench_extraction.py [--models 0.5b 1.5b] [--per-kind 8]
      [--seed 1] [--label NAME]
@@ -33,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memlab.bench.suites import persona_data as data
-from memlab.bench.suites.ltm_generate import COLOUR_LINES, NAME_LINES
+from memlab.bench.suites.ltm_generate import COLOUR_LINES, NAME_LINES, TRIGGERS
 from memlab.llm.factory import get_llm
 from memlab.memory.base import Exchange
 from memlab.memory.hybrid_extract import content_words, extract_candidates
@@ -50,6 +53,18 @@ QUESTIONS = ("Do you think it will rain this weekend?", "What's the plural of 'c
              "Can you remind me what 15 times 4 is?",
              "Which is bigger, a kilobyte or a megabyte?", "What is my favourite colour?",
              "Can we chat about travel for a bit?", "Do you remember the travel story I shared?")
+# Standing instructions: (when, the sentence to say). The held-out ones are the LTM suite's
+# triggers and three more; the development ones were the only ones the prompt was written against.
+INSTRUCTIONS = (*((request, sentence) for request, sentence, _ in TRIGGERS),
+                ("say that I am tired", "A short walk will wake you up"),
+                ("tell you that I finished work", "Well done, now put your feet up"),
+                ("mention the weekend", "Plan something outdoors for Saturday"))
+DEV_INSTRUCTIONS = (("say good night", "Sleep well and dream of the sea"),
+                    ("tell you that I am hungry", "Have an apple before dinner"),
+                    ("mention my sister", "Say hello to Clara for me"),
+                    ("ask for a joke", "Why did the owl sit alone at the party"))
+INSTRUCTION_LINES = ("Whenever I {request}, reply: '{sentence}'",
+                     "From now on, when I {request}, answer with '{sentence}'.")
 
 
 # What the development runs used (seed 0, 4 per kind: the statements the prompt was written against)
@@ -64,7 +79,8 @@ DEVELOPMENT = {"items": {"slow-cooked stews", "weight training", "live folk conc
 
 def statements(per_kind: int, seed: int = 1) -> list[dict]:
     """``per_kind`` statements of each kind, each with the words its fact must keep; a seed
-    other than 0 uses no item, aside, colour or name of the development set (``DEVELOPMENT``).
+    other than 0 uses no item, aside, colour or name of the development set (``DEVELOPMENT``). The instructions held out are the LTM suite's own five triggers and three
+more; the development set has four others.
     """
     rng = random.Random(seed)
     avoid = {k: set() for k in DEVELOPMENT} if seed == 0 else DEVELOPMENT
@@ -72,6 +88,7 @@ def statements(per_kind: int, seed: int = 1) -> list[dict]:
     colours = [c for c in COLOURS if c not in avoid["colours"]]
     names = [n for n in NAMES if n not in avoid["names"]]
     asides = [f for t in topics for f in data.TOPICS[t]["facts"] if f not in avoid["asides"]]
+    instructions = list(DEV_INSTRUCTIONS if seed == 0 else INSTRUCTIONS)
     if seed:
         rng.shuffle(asides)
     out = []
@@ -93,6 +110,9 @@ def statements(per_kind: int, seed: int = 1) -> list[dict]:
         out.append({"kind": "colour", "value": colour,
                     "text": rng.choice(COLOUR_LINES).format(x=colour)})
         out.append({"kind": "name", "value": name, "text": rng.choice(NAME_LINES).format(x=name)})
+        request, sentence = instructions[i % len(instructions)]
+        out.append({"kind": "instruction", "request": request, "sentence": sentence,
+                    "text": INSTRUCTION_LINES[i % 2].format(request=request, sentence=sentence)})
         user, _ = data.CHAT[(i + seed) % len(data.CHAT)]
         out.append({"kind": "small talk", "text": user, "negative": True})
         out.append({"kind": "question", "text": QUESTIONS[(i + seed) % len(QUESTIONS)],
@@ -107,6 +127,11 @@ def kept(statement: dict, contents: list[str]) -> bool:
         if statement["kind"] in ("stance", "change"):
             if (content_words(statement["item"]) <= words
                     and content_words(statement["reason"]) & words):
+                return True
+        elif statement["kind"] == "instruction":
+            need = content_words(statement["sentence"])
+            if (len(need & words) * 2 >= len(need)
+                    and content_words(statement["request"]) & words):
                 return True
         elif statement["kind"] == "aside":
             need = content_words(statement["fact"])

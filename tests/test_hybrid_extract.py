@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from memlab.bench.suites.ltm_generate import TRIGGERS
 from memlab.llm.fake import FakeLLM
 from memlab.memory.base import Exchange
 from memlab.memory.hybrid_extract import extract_candidates
@@ -48,6 +49,26 @@ def test_llm_candidates_are_marked_as_the_llms_and_grounded_in_the_users_words()
     assert found[0].extractor == "llm"
 
 
+def test_a_copy_of_the_prompts_example_is_not_grounded_by_its_frame_words():
+    # read in bench_extraction's rows: the 0.5B answered this with the board games example,
+    # and "because" and "too" made the copy look grounded
+    llm = FakeLLM([_reply("Since May 02 the user dislikes board games because the rules take too "
+                          "long.", "opinion of board games")])
+    found, extractor, _ = extract_candidates(llm, Exchange(
+        user="I can't stand jazz records because the venues are too loud.", assistant="Noted.",
+        turn_number=1), check=True)
+    assert extractor == "llm" and found == []
+
+
+def test_a_standing_instruction_is_kept_with_its_sentence():
+    llm = FakeLLM([_reply("When the user says that they are bored, the user wants the reply "
+                          "'Time to learn a new card trick'.", "reply when bored")])
+    found, _, _ = extract_candidates(llm, Exchange(
+        user="Whenever I say that I am bored, reply: 'Time to learn a new card trick'",
+        assistant="Noted.", turn_number=1), check=True)
+    assert [c.subject for c in found] == ["reply when bored"]
+
+
 def test_a_reply_that_is_never_json_falls_back_to_the_rules():
     llm = FakeLLM(["sure!"])
     found, extractor, failure = extract_candidates(
@@ -59,7 +80,10 @@ def test_a_reply_that_is_never_json_falls_back_to_the_rules():
 def test_bench_statements_are_held_out_of_the_development_set():
     held_out = bench_extraction.statements(8, 1)
     used = bench_extraction.DEVELOPMENT
-    assert len({s["text"] for s in held_out if not s.get("negative")}) == 40
+    assert len({s["text"] for s in held_out if not s.get("negative")}) == 48
+    instructions = {s["sentence"] for s in held_out if s["kind"] == "instruction"}
+    assert instructions >= {sentence for _, sentence, _ in TRIGGERS}  # the suite's own
+    assert not instructions & {s for _, s in bench_extraction.DEV_INSTRUCTIONS}
     assert not {s.get("item") for s in held_out} & used["items"]
     assert not {s.get("fact") for s in held_out} & used["asides"]
     assert not {s.get("value") for s in held_out} & (used["colours"] | used["names"])
@@ -77,3 +101,9 @@ def test_bench_scores_a_statement_by_its_value():
     colour = next(s for s in held_out if s["kind"] == "colour")
     assert bench_extraction.kept(colour, [f"The user's favourite colour is {colour['value']}."])
     assert not bench_extraction.kept(colour, ["The user likes best."])
+    bored = {"kind": "instruction", "request": "say that I am bored",
+             "sentence": "Time to learn a new card trick"}
+    assert bench_extraction.kept(bored, ["When the user says they are bored, the user wants the "
+                                         "reply 'Time to learn a new card trick'."])
+    assert not bench_extraction.kept(bored, ["The user wants to learn a new card trick."])
+    assert not bench_extraction.kept(bored, ["The user wants to be called Rowan."])

@@ -22,11 +22,12 @@ from memlab.memory.base import Exchange
 Extractor = Literal["llm", "rules", "none"]
 
 EXTRACT_PROMPT = (
-    "Rewrite what the user's message says about the user as facts in the third person, so an "
-    "assistant can remember them later. For each fact: subject, the attribute in 1-4 words "
-    "without its value (e.g. name, favourite colour, opinion of board games); content, one "
-    "sentence starting 'The user' that keeps every name, date, item and reason of the message; "
-    "confidence 0..1.\nExamples:\n"
+    "Rewrite what the user's message says about the user, and any standing request of theirs, "
+    "as facts in the third person, so an assistant can remember them later. For each fact: "
+    "subject, the attribute in 1-4 words without its value (e.g. name, favourite colour, "
+    "opinion of board games, reply when greeted); content, one sentence starting 'The user' "
+    "that keeps every name, date, item, reason and quoted sentence of the message; confidence "
+    "0..1.\nExamples:\n"
     "User: I've changed my mind about board games: since May 02 I dislike them because the "
     "rules take too long.\n"
     '{"candidates": [{"subject": "opinion of board games", "content": "Since May 02 the user '
@@ -34,7 +35,10 @@ EXTRACT_PROMPT = (
     "User: You can call me Rowan. By the way, I once climbed a volcano.\n"
     '{"candidates": [{"subject": "name", "content": "The user wants to be called Rowan.", '
     '"confidence": 0.9}, {"subject": "past experience", "content": "The user once climbed a '
-    'volcano.", "confidence": 0.9}]}'
+    'volcano.", "confidence": 0.9}]}\n'
+    "User: Whenever I say good morning, reply: 'Rise and shine'\n"
+    '{"candidates": [{"subject": "reply when greeted", "content": "When the user says good '
+    'morning, the user wants the reply \'Rise and shine\'.", "confidence": 0.9}]}'
 )
 # The prompt shows the reply by example, so the JSON schema is not shown as well
 # (``complete_json``'s ``instruction``; the schema still constrains generation). Shown the schema
@@ -58,7 +62,10 @@ _FILLER_WORDS = {  # words that do not ground a fact in the user's message
     "has", "have", "had", "not", "you", "your", "user", "users", "said", "she", "her", "his",
     "him", "they", "them", "their", "its", "our", "from", "about", "into", "will", "would",
     "can", "could", "please", "remember", "tell", "know", "now", "actually", "just", "also",
-    "very", "really", "what", "which", "who", "how", "why", "when", "where", "there", "here"}
+    "very", "really", "what", "which", "who", "how", "why", "when", "where", "there", "here",
+    # the prompt's examples' own frame words: "because" and "too" grounded a copy of the board
+    # games example in "I can't stand jazz records because the venues are too loud."
+    "because", "since", "too", "than", "then", "once", "some", "every", "whenever", "reply"}
 
 
 class FactDraft(BaseModel):
