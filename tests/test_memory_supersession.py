@@ -123,6 +123,33 @@ def test_hybrid_supersedes_through_noisy_extraction(tmp_path):
     memory.close()
 
 
+def copying_extractor(messages) -> str:
+    """The 0.5B on a standing instruction: the sentence right, the example's subject copied."""
+    wanted = messages[-1].content.split("reply: ")[-1].split("\n")[0].strip("'")
+    return json.dumps({"candidates": [{"subject": "reply when greeted", "content":
+                                       f"When the user says so, the user wants the reply "
+                                       f"'{wanted}'.", "confidence": 0.9}]})
+
+
+def test_a_subject_copied_from_the_prompts_examples_supersedes_nothing(tmp_path):
+    memory = MEMORIES.create("hybrid", scope=Scope(user_id="u"),
+                             llm=FakeLLM([copying_extractor]), embedder=HashingEmbedder(),
+                             workdir=tmp_path)
+    for turn, (when, say) in enumerate([("I am cold", "Put on a warm jumper"),
+                                        ("I am bored", "Learn a new card trick")]):
+        memory.observe(Exchange(user=f"Whenever I say that {when}, reply: '{say}'",
+                                assistant="Noted.", turn_number=turn))
+    facts = memory.facts.all()
+    assert len(facts) == 2 and not any(f.superseded_by for f in facts)  # both triggers current
+    assert "jumper" in facts[0].content and "card trick" in facts[1].content
+    # a message that says the example's subject keeps it as its subject
+    found = check_candidates([PromotionCandidate(
+        subject="opinion of board games", content="The user dislikes board games.",
+        confidence=0.9)], Exchange(user="I dislike board games.", assistant="ok", turn_number=1))
+    assert [c.subject for c in found] == ["opinion of board games"]
+    memory.close()
+
+
 def test_unchecked_extraction_keeps_what_the_model_said(tmp_path):
     memory = MEMORIES.create("hybrid", scope=Scope(user_id="u"), llm=FakeLLM([noisy_extractor]),
                              embedder=HashingEmbedder(), workdir=tmp_path,

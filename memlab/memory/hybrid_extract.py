@@ -46,6 +46,14 @@ EXTRACT_PROMPT = (
 # ("My name is Honora." included) and the 0.5B 25 of 40 (1 of 8 changes of mind); with this
 # prompt and no escape hatch (``check_candidates`` drops what the message does not ground,
 # questions included) 40 and 37 of 40 (benchmarks/bench_extraction.py, results/extraction.json).
+# Subjects of the examples that name no attribute of their own: the 0.5B copies them (it gave
+# all 12 of bench_extraction's standing instructions, held out and development, the subject
+# "reply when greeted"; given "reply to good morning" instead, it copied that 11 times and the
+# condition "good morning" into 8 of the facts), and facts sharing a subject supersede each
+# other, so each trigger replaced the one before it. Such a
+# subject, when the message does not say it, is replaced by the fact's content. ("name" is
+# a real attribute: a newer name supersedes.)
+EXAMPLE_SUBJECTS = ("opinion of board games", "past experience", "reply when greeted")
 REPLY_INSTRUCTION = "Reply with the JSON object only."
 CUE = re.compile(r"\b(i|i'm|i've|i'd|my|mine|we|our|remember)\b", re.IGNORECASE)
 _MY_X_IS = re.compile(r"\bmy ([a-z][a-z' -]{1,40}?) (?:is|are|was|=) ([^.?!;\n]{1,120})",
@@ -134,11 +142,17 @@ def check_candidates(llm_found: list[PromotionCandidate],
 
     A candidate is grounded when its content shares a content word with a statement of the
     user (questions do not count: "Which planets have rings?" grounds no fact).
-    Candidates on the same subject (``subject_key``): the one carrying more of the user's words
-    is kept (ties: the LLM's). Rule candidates on new subjects are added.
+    A subject copied from the prompt's examples (``EXAMPLE_SUBJECTS``) that the message does not
+    say becomes the candidate's content. Candidates on the same subject (``subject_key``): the
+    one carrying more of the user's words is kept (ties: the LLM's). Rule candidates on new
+    subjects are added.
     """
     said = set().union(*(content_words(sentence) for sentence in _SENTENCE.findall(exchange.user)
                           if not sentence.rstrip().endswith("?")))
+    copied = {subject_key(subject) for subject in EXAMPLE_SUBJECTS}
+    llm_found = [c.model_copy(update={"subject": c.content})
+                 if subject_key(c.subject) in copied and not content_words(c.subject) & said
+                 else c for c in llm_found]
     kept: dict[str, tuple[int, PromotionCandidate]] = {}
     for source in (llm_found, rule_based_candidates(exchange)):
         for candidate in source:
