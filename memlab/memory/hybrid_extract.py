@@ -53,7 +53,8 @@ EXTRACT_PROMPT = (
 # other, so each trigger replaced the one before it. Such a
 # subject, when the message does not say it, is replaced by the fact's content. ("name" is
 # a real attribute: a newer name supersedes.)
-EXAMPLE_SUBJECTS = ("opinion of board games", "past experience", "reply when greeted")
+EXAMPLE_SUBJECTS = tuple(s for s in re.findall(r'"subject": "([^"]+)"', EXTRACT_PROMPT)
+                         if s != "name")
 REPLY_INSTRUCTION = "Reply with the JSON object only."
 CUE = re.compile(r"\b(i|i'm|i've|i'd|my|mine|we|our|remember)\b", re.IGNORECASE)
 _MY_X_IS = re.compile(r"\bmy ([a-z][a-z' -]{1,40}?) (?:is|are|was|=) ([^.?!;\n]{1,120})",
