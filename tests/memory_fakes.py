@@ -54,14 +54,24 @@ def _schema(messages: list[Message]) -> str:
                        "confidence": 0.7})
 
 
+def _forget(messages: list[Message]) -> str:
+    """The facts sharing a word of 4+ letters with the request (not the verb "forget")."""
+    request, _, facts = _request(messages).partition("\nFacts:\n")
+    asked = set(concepts(request, 20)) - {"forget", "cancel", "clear", "every", "told"}
+    numbers = [int(line.split(".")[0]) for line in facts.splitlines()
+               if asked & set(concepts(line, 20))]
+    return json.dumps({"forget": numbers})
+
+
 def role_of(messages: list[Message]) -> str:
     from memlab.memory.hybrid_extract import EXTRACT_PROMPT
+    from memlab.memory.hybrid_forget import FORGET_PROMPT
     from memlab.sleep.compress import COMPRESS_PROMPT
     from memlab.sleep.induce import SCHEMA_PROMPT
 
     system = messages[0].content if messages and messages[0].role == "system" else ""
     for role, prompt in (("extract", EXTRACT_PROMPT), ("compress", COMPRESS_PROMPT),
-                         ("schema", SCHEMA_PROMPT)):
+                         ("schema", SCHEMA_PROMPT), ("forget", FORGET_PROMPT)):
         if system.startswith(prompt[:40]):
             return role
     return "answer"
@@ -70,10 +80,11 @@ def role_of(messages: list[Message]) -> str:
 def memory_llm(answer: str | Callable[[list[Message]], str] = "ok", *,
                broken: set[str] | frozenset[str] = frozenset(),
                context_window: int = 4096) -> FakeLLM:
-    """A FakeLLM answering extraction, compression and schema prompts; roles in ``broken``
+    """A FakeLLM answering extraction, compression, schema and forget prompts; roles in ``broken``
     (read at call time, so a test may change the set between calls) get non-JSON garbage.
     ``answer`` is the reply to anything else, or a function of the messages giving it."""
-    handlers = {"extract": _extract, "compress": _compress, "schema": _schema}
+    handlers = {"extract": _extract, "compress": _compress, "schema": _schema,
+                "forget": _forget}
 
     def reply(messages: list[Message]) -> str:
         role = role_of(messages)

@@ -3,7 +3,8 @@
 Each turn the agent writes its scratchpad and stages promotion candidates in its
 PersonalMemoryState (operating memory, key ``personal_state:{agent_id}``); the ConsolidationAgent
 promotes confident candidates into the DistilledFactStore, where a newer fact on the same subject
-supersedes the older one. recall = scratchpad + relevant current facts + recent turns.
+supersedes the older one; a request to forget retires the facts it covers (hybrid_forget).
+recall = scratchpad + relevant current facts + recent turns.
 SharedWorkspaceState events (open, write, join, resolve/cancel) are archived into the same
 long-term store through the operating memory's archiving hook.
 """
@@ -19,6 +20,7 @@ from memlab.memory._backends import RunFolder, open_operating_memory, resolve_em
 from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySystem
 from memlab.memory.hybrid_extract import CUE, extract_candidates, subject_key
 from memlab.memory.hybrid_facts import ConsolidationAgent, DistilledFact, DistilledFactStore
+from memlab.memory.hybrid_forget import choose_forgotten, is_forget_request
 from memlab.models import new_id
 from memlab.models.operating import EventStatus, PersonalMemoryState, SharedWorkspaceState
 
@@ -44,6 +46,11 @@ class HybridConfig(BaseModel):
         "which a new fact supersedes the current one (None: identical subjects only). Measured "
         "with MiniLM: favourite film/movie 0.96, favourite colour/favorite color 0.94, but "
         "wife/husband name 0.87 and sister/brother name 0.77, hence 0.88 rather than 0.8")
+    forget_requests: bool = Field(
+        True, description="honour the user's requests to forget ('Forget every name I have "
+        "given you', 'please clear my shopping list'): the memory model names which of the "
+        "closest current facts a request covers, and those are no longer recalled")
+    forget_candidates: int = Field(12, ge=1, description="current facts shown per request")
     consolidate_every: int = Field(1, ge=1, description="ConsolidationAgent runs every N turns")
     redis_url: str | None = Field(None, description="operating memory server (else MEMLAB_REDIS_URL)")
 
@@ -71,6 +78,7 @@ class HybridMemory(MemorySystem):
                                                max_pending=self.config.max_pending)
         self.extractions: dict[str, int] = {"llm": 0, "rules": 0, "none": 0}
         self.failures: list[str] = []
+        self.forgetting = {"forget_requests": 0, "facts_forgotten": 0}
 
     # ------------------------------------------------------------------ personal state
     def state(self) -> PersonalMemoryState:
@@ -80,6 +88,8 @@ class HybridMemory(MemorySystem):
 
     def observe(self, exchange: Exchange) -> None:
         state = self.state()
+        if self.config.forget_requests and is_forget_request(exchange.user):
+            self._forget(state, exchange)
         gated = self.config.extraction_gate == "cue" and not CUE.search(exchange.user)
         candidates, extractor, failure = ([], "none", None) if gated else extract_candidates(
             self.llm, exchange, max_tokens=self.config.extract_max_tokens,
@@ -96,6 +106,27 @@ class HybridMemory(MemorySystem):
         if exchange.turn_number % self.config.consolidate_every == 0:
             self.consolidator.run(state)
         self.operating.save_personal_state(state)
+
+    def _forget(self, state: PersonalMemoryState, exchange: Exchange) -> None:
+        """Retire the current facts the user's request covers, with their scratchpad notes and
+        staged candidates on the same subjects."""
+        shown = [fact for fact, _ in self.facts.relevant(exchange.user, self.config.forget_candidates)
+                 if fact.kind == "fact"]
+        chosen, failure = choose_forgotten(self.llm, exchange.user, [f.content for f in shown])
+        self.forgetting["forget_requests"] += 1
+        if failure:
+            self.failures.append(f"turn {exchange.turn_number} (forget): {failure}")
+        forgotten = [shown[i] for i in chosen]
+        self.facts.forget([f.id for f in forgotten], exchange.turn_number)
+        self.forgetting["facts_forgotten"] += len(forgotten)
+        contents, subjects = {f.content for f in forgotten}, {f.subject for f in forgotten}
+        pad = state.scratchpad
+        notes = {k: v for k, v in pad.get("notes", {}).items() if v not in contents}
+        pad["note_turns"] = {k: t for k, t in pad.get("note_turns", {}).items() if k in notes}
+        pad["notes"] = notes
+        state.promotion_candidates = {
+            key: staged for key, staged in state.promotion_candidates.items()
+            if (subject_key(staged["subject"]) or staged["subject"]) not in subjects}
 
     def _write_scratchpad(self, state: PersonalMemoryState, exchange: Exchange,
                           candidates: list, extractor: str) -> None:
@@ -114,6 +145,13 @@ class HybridMemory(MemorySystem):
                             "note_turns": {k: note_turns[k] for k in notes if k in note_turns},
                             "recent_turns": recent[-self.config.recent_turns:]
                             if self.config.recent_turns else []}
+
+    def stats(self) -> dict[str, Any]:
+        """Extractions by extractor, LLM failures (the turns fell back to rules, or forgot
+        nothing), facts written and the user's requests to forget."""
+        return {"extractions": dict(self.extractions), "failed_turns": len(self.failures),
+                "failures": self.failures[:20], "memories_written": self.facts.count(),
+                **self.forgetting}
 
     def recall(self, query: str) -> MemoryContext:
         pad = self.state().scratchpad

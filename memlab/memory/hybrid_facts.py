@@ -4,7 +4,9 @@ A newer fact about the same subject supersedes the older one: both stay stored, 
 ``supersedes`` / ``superseded_by``; recall only searches current facts. "Same subject" means
 the same normalised subject (``subject_key``) or, failing that, the current fact whose subject
 embeds closest to the new one, at or above ``subject_similarity`` (the new fact then takes over
-the older subject, so a chain keeps one key). Archived shared
+the older subject, so a chain keeps one key). A fact the user asked to forget
+(:mod:`memlab.memory.hybrid_forget`) stays stored with ``forgotten_turn`` and is neither
+recalled nor current on its subject. Archived shared
 workspaces land here too (kind "event"). Facts live where the sleep stores' records live
 (:mod:`memlab.stores.records`: SQL rows, vectors in chroma written in batches, searched in
 process), so a promotion costs no vector-database round trip.
@@ -40,6 +42,13 @@ class DistilledFact(BaseModel):
     timestamp: datetime = Field(default_factory=lambda: datetime.now(UTC))
     supersedes: str = Field("", description="id of the fact this one replaced")
     superseded_by: str = Field("", description="id of the newer fact ('' while current)")
+    forgotten_turn: int | None = Field(None, description="turn of the user's request to forget "
+                                       "it (None while not forgotten)")
+
+    @property
+    def current(self) -> bool:
+        """Neither superseded nor forgotten: recalled, and the fact on its subject."""
+        return not self.superseded_by and self.forgotten_turn is None
 
 
 class DistilledFactStore(ScopedRecordStore[DistilledFact]):
@@ -65,11 +74,11 @@ class DistilledFactStore(ScopedRecordStore[DistilledFact]):
         return record.content
 
     def recallable(self, record: DistilledFact) -> bool:
-        return not record.superseded_by
+        return record.current
 
     def reload(self) -> None:
         super().reload()
-        self._current = {f.subject: f.id for f in self._records if not f.superseded_by}
+        self._current = {f.subject: f.id for f in self._records if f.current}
         self._subjects: list[str] | None = None  # subject index, rebuilt on first use
         self._subject_vectors = np.zeros((0, self.embedder.dim), np.float32)
 
@@ -78,8 +87,8 @@ class DistilledFactStore(ScopedRecordStore[DistilledFact]):
         return self._current.get(subject)
 
     def _subject_index(self) -> tuple[list[str], np.ndarray]:
-        """Subjects of current facts (kind "fact") and their vectors, built once per load;
-        a subject never stops being current (a superseding fact takes it over)."""
+        """Subjects of current facts (kind "fact") and their vectors, built once per load and
+        after a fact is forgotten (a superseding fact takes its subject over)."""
         if self._subjects is None:
             subjects = [s for s, fid in self._current.items()
                         if self._records[self._row_of[fid]].kind == "fact"]
@@ -131,6 +140,20 @@ class DistilledFactStore(ScopedRecordStore[DistilledFact]):
                 self._index_subject(fact.subject, vector)
             self._current[fact.subject] = fact.id
             return fact
+
+    def forget(self, fact_ids: list[str], turn: int) -> list[str]:
+        """Forget the current facts among ``fact_ids`` (the user asked at ``turn``): kept, no
+        longer recalled or current on their subjects; returns the ids forgotten."""
+        with self._lock:
+            ids = [i for i in fact_ids if (f := self.get(i)) is not None and f.current]
+            changed = self._modify(ids, lambda fact: setattr(fact, "forgotten_turn", turn))
+            for fact_id in changed:
+                subject = self._records[self._row_of[fact_id]].subject
+                if self._current.get(subject) == fact_id:
+                    del self._current[subject]
+            if changed:
+                self._subjects = None  # rebuilt without the forgotten subjects
+            return changed
 
     def relevant(self, query: str, k: int) -> list[tuple[DistilledFact, float]]:
         """Current (not superseded) facts most similar to ``query``, best first."""
