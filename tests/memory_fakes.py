@@ -55,12 +55,10 @@ def _schema(messages: list[Message]) -> str:
 
 
 def _forget(messages: list[Message]) -> str:
-    """The facts sharing a word of 4+ letters with the request (not the verb "forget")."""
-    request, _, facts = _request(messages).partition("\nFacts:\n")
+    """yes when the fact shares a word of 4+ letters with the request (not the verb)."""
+    request, _, fact = _request(messages).partition("\nFact: ")
     asked = set(concepts(request, 20)) - {"forget", "cancel", "clear", "every", "told"}
-    numbers = [int(line.split(".")[0]) for line in facts.splitlines()
-               if asked & set(concepts(line, 20))]
-    return json.dumps({"forget": numbers})
+    return "yes" if asked & set(concepts(fact.split("\n")[0], 20)) else "no"
 
 
 def role_of(messages: list[Message]) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from memory_fakes import memory_llm, role_of
 
@@ -12,7 +10,7 @@ from memlab.embed.hashing import HashingEmbedder
 from memlab.llm.fake import FakeLLM
 from memlab.memory.base import MEMORIES, Exchange, Scope
 from memlab.memory.hybrid_facts import DistilledFact, DistilledFactStore
-from memlab.memory.hybrid_forget import choose_forgotten, is_forget_request, render_request
+from memlab.memory.hybrid_forget import choose_forgotten, is_forget_request, render_question
 
 
 @pytest.mark.parametrize("message", [*RESETS.values(), "Please forget my old address.",
@@ -30,22 +28,22 @@ def test_other_uses_of_the_words_are_not_requests(message):
     assert not is_forget_request(message)
 
 
-def test_the_model_sees_the_numbered_facts_and_may_name_only_those():
-    llm = FakeLLM([json.dumps({"forget": [2]})])
+def test_the_model_is_asked_of_each_fact_and_may_answer_only_yes_or_no():
+    llm = FakeLLM(["no", "yes"])
     chosen, failure = choose_forgotten(llm, "Forget my car.", ["The user likes tea.",
                                                               "The user's car is red."])
     assert (chosen, failure) == ([1], None)
-    assert llm.history[0][-1].content.startswith(render_request(
-        "Forget my car.", ["The user likes tea.", "The user's car is red."]))
-    grammar = llm.params[0]["json_schema"]["properties"]["forget"]
-    assert grammar["items"]["enum"] == [1, 2] and grammar["maxItems"] == 2
+    assert [m[-1].content for m in llm.history] == [
+        render_question("Forget my car.", "The user likes tea."),
+        render_question("Forget my car.", "The user's car is red.")]
+    assert all(p["choices"] == ["yes", "no"] for p in llm.params)
 
 
 def test_an_unreadable_reply_forgets_nothing_and_says_why():
-    chosen, failure = choose_forgotten(FakeLLM(["no idea {"]), "Forget my car.", ["a", "b"])
-    assert chosen == [] and "StructuredOutputError" in failure
+    chosen, failure = choose_forgotten(FakeLLM(["yes", "maybe"]), "Forget my car.", ["a", "b"])
+    assert chosen == [] and "maybe" in failure
     assert choose_forgotten(None, "Forget my car.", ["a"]) == ([], "no llm")
-    assert choose_forgotten(FakeLLM(["{}"]), "Forget my car.", []) == ([], None)
+    assert choose_forgotten(None, "Forget my car.", []) == ([], None)
 
 
 def _hybrid(tmp_path, llm=None, **config):

@@ -3,42 +3,35 @@ shopping list", "Cancel every instruction about a sentence to say ...").
 
 A request is an imperative at the start of a clause, or after "please" / "can you" / "could
 you" (``FORGET_REQUEST``): "I had to cancel my trip" and "Don't forget my keys" are not
-requests. For a request, the current facts closest to it (at most ``candidates``) are shown to
-the memory model, numbered, and it names the ones the request covers (``FORGET_PROMPT``, one
-call per request). Those facts stop being current: kept, with ``forgotten_turn`` set, and no
-longer recalled. Without a model, or when its reply cannot be read, nothing is forgotten (a
-wrong guess would lose facts) and the failure is counted.
+requests. For a request, the memory model is asked of each current fact closest to it (at
+most ``forget_candidates``) whether the request covers it: yes or no (``FORGET_PROMPT``; the
+request comes first, so the calls share a prefix). (Asked instead to list the numbers of the
+facts a request covers, the 1.5B model listed every fact shown, for all ten requests of
+benchmarks/bench_forget.py.) The facts it answers yes to stop being current: kept, with
+``forgotten_turn`` set, and no longer recalled. Without a model, or when a reply cannot be
+read, nothing is forgotten (a wrong guess would lose facts) and the failure is counted.
 """
 
 from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, Field
-
 from memlab.errors import LLMError
 from memlab.llm.base import LLMClient, Message
-from memlab.memory.hybrid_extract import REPLY_INSTRUCTION
 
 FORGET_PROMPT = (
-    "The user asks the assistant to forget something. Below the request are numbered facts "
-    "the assistant remembers about the user. List the number of every fact the request asks "
-    "to forget, and no other.\nExample:\n"
-    "Request: Forget what I told you about my car.\n"
-    "Facts:\n1. The user's car is a red Volvo.\n2. The user's sister lives in Oslo.\n"
-    "3. The user parks the car behind the library.\n"
-    '{"forget": [1, 3]}'
+    "The user asks the assistant to forget something. You are shown the request and one fact "
+    "the assistant remembers about the user. Answer yes if the fact is part of what the "
+    "request names, even in other words, and no if the fact is about something else.\n"
+    "Examples:\n"
+    "Request: Forget what I told you about my car.\nFact: The user drives a red Volvo.\nyes\n"
+    "Request: Forget what I told you about my car.\nFact: The user's sister lives in Oslo.\nno"
 )
+ANSWERS = ("yes", "no")
 FORGET_VERBS = ("forget", "cancel", "clear", "delete", "erase", "disregard")
 FORGET_REQUEST = re.compile(
     r"(?:^|[.;:!?]\s+|\b(?:please|can you|could you|you can|you may)\s+)"
     rf"(?:{'|'.join(FORGET_VERBS)})\b", re.IGNORECASE)
-
-
-class ForgetReply(BaseModel):
-    """The memory model's answer: numbers of the facts shown."""
-
-    forget: list[int] = Field(description="numbers of the facts shown, from 1")
 
 
 def is_forget_request(message: str) -> bool:
@@ -46,31 +39,28 @@ def is_forget_request(message: str) -> bool:
     return bool(FORGET_REQUEST.search(message.strip()))
 
 
-def render_request(request: str, facts: list[str]) -> str:
-    """The user message of the forget call: the request and the numbered facts."""
-    numbered = "\n".join(f"{i}. {fact}" for i, fact in enumerate(facts, 1))
-    return f"Request: {request.strip()}\nFacts:\n{numbered}"
+def render_question(request: str, fact: str) -> str:
+    """The user message of one fact's question (the request first: a shared prefix)."""
+    return f"Request: {request.strip()}\nFact: {fact}\nDoes the request ask to forget this fact?"
 
 
 def choose_forgotten(llm: LLMClient | None, request: str,
                      facts: list[str]) -> tuple[list[int], str | None]:
-    """Indexes (0-based) of the ``facts`` that ``request`` asks to forget, and the failure if
-    any (then no index: nothing is forgotten on a guess)."""
-    if not facts:
-        return [], None
-    if llm is None:
+    """Indexes of the ``facts`` that ``request`` asks to forget, one yes/no question per fact,
+    and the failure if any (then no index: nothing is forgotten on a guess)."""
+    if facts and llm is None:
         return [], "no llm"
-    from memlab.llm.structured import complete_json
-
-    schema = {"type": "object", "properties": {"forget": {
-        "type": "array", "maxItems": len(facts),
-        "items": {"type": "integer", "enum": list(range(1, len(facts) + 1))}}},
-        "required": ["forget"], "additionalProperties": False}
-    messages = [Message(role="system", content=FORGET_PROMPT),
-                Message(role="user", content=render_request(request, facts))]
-    try:
-        reply = complete_json(llm, messages, ForgetReply, max_tokens=64, schema=schema,
-                              instruction=REPLY_INSTRUCTION)
-    except LLMError as exc:
-        return [], f"{type(exc).__name__}: {exc}"
-    return sorted({n - 1 for n in reply.forget if 1 <= n <= len(facts)}), None
+    chosen = []
+    for i, fact in enumerate(facts):
+        messages = [Message(role="system", content=FORGET_PROMPT),
+                    Message(role="user", content=render_question(request, fact))]
+        try:
+            reply = llm.complete(messages, choices=list(ANSWERS), max_tokens=2, temperature=0.0)
+        except LLMError as exc:
+            return [], f"{type(exc).__name__}: {exc}"
+        answer = reply.text.strip().lower()
+        if answer not in ANSWERS:
+            return [], f"reply {reply.text[:40]!r} is not yes or no"
+        if answer == "yes":
+            chosen.append(i)
+    return chosen, None
