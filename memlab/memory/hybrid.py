@@ -50,7 +50,10 @@ class HybridConfig(BaseModel):
         True, description="honour the user's requests to forget ('Forget every name I have "
         "given you', 'please clear my shopping list'): the memory model names which of the "
         "closest current facts a request covers, and those are no longer recalled")
-    forget_candidates: int = Field(12, ge=1, description="current facts shown per request")
+    forget_candidates: int = Field(
+        6, ge=1, description="current facts closest to a request that the memory model is asked "
+        "about (benchmarks/bench_forget.py: at 12 the 0.5B model wrongly forgot 13 of 125 facts; "
+        "the LTM reset messages' own facts ranked 3rd or better)")
     consolidate_every: int = Field(1, ge=1, description="ConsolidationAgent runs every N turns")
     redis_url: str | None = Field(None, description="operating memory server (else MEMLAB_REDIS_URL)")
 
