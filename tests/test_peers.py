@@ -147,6 +147,26 @@ def test_mem0_extraction_prompt_is_mem0s_own_with_its_fields_and_line_breaks(tmp
     assert fact["required"] == ["id", "text", "attributed_to"]
 
 
+def test_mem0_prompt_dates_are_the_conversations_clock_not_the_machines(tmp_path):
+    """mem0 wrote the machine's date into every extraction prompt: the prompts of a run (and
+    the response cache's keys) changed with the day it ran on."""
+    import datetime as dt
+
+    import mem0.configs.prompts as mem0_prompts
+
+    llm = peer_llm()
+    memory = make_peer("mem0", Scope(user_id="u1"), tmp_path, llm=llm)
+    when = dt.datetime(2024, 1, 8, 19, 0)  # naive, as the suites' clocks are
+    memory.observe(Exchange(user="My cat is called Pixel.", assistant="Nice!", turn_number=1,
+                            timestamp=when))
+    memory.close()
+    prompt, = [m[-1].content for m in llm.history if "## New Messages" in m[-1].content]
+    assert "## Observation Date\n2024-01-08" in prompt
+    assert "## Current Date\n2024-01-08" in prompt
+    assert dt.datetime.now(dt.UTC).date().isoformat() not in prompt
+    assert mem0_prompts.datetime is dt.datetime  # restored after the call
+
+
 def test_tool_call_ids_are_stable_for_the_same_reply():
     from memlab.llm.langchain_chat import MemlabChatModel
 

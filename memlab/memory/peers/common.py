@@ -9,6 +9,7 @@ by the answer text in the prompt.
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib
 import time
 import uuid
@@ -73,6 +74,34 @@ def seeded_uuid4(*module_names: str) -> Iterator[None]:
             module.uuid = original
 
 
+@contextmanager
+def conversation_clock(when: dt.datetime | None, *module_names: str) -> Iterator[None]:
+    """Inside the block, ``datetime.now()`` in the named library modules reads ``when`` (the
+    stored turn's time on the conversation's clock): mem0 writes today's date into every
+    extraction prompt, so without it a run's prompts changed with the day it ran on (a resume
+    on another day missed the response cache), and the library saw the machine's date, not the
+    conversation's. ``when`` None: the modules are left alone."""
+    if when is None or not module_names:
+        yield
+        return
+    moment = when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+    class _Clock(dt.datetime):
+        @classmethod
+        def now(cls, tz: dt.tzinfo | None = None) -> dt.datetime:
+            return moment.astimezone(tz) if tz is not None else moment.replace(tzinfo=None)
+
+    modules = [importlib.import_module(name) for name in module_names]
+    saved = [module.datetime for module in modules]
+    for module in modules:
+        module.datetime = _Clock
+    try:
+        yield
+    finally:
+        for module, original in zip(modules, saved, strict=True):
+            module.datetime = original
+
+
 # ---------------------------------------------------------------------------- the base class
 class PeerMemory(MemorySystem):
     """A peer library behind the MemorySystem contract; subclasses implement ``_add`` (one
@@ -84,6 +113,7 @@ class PeerMemory(MemorySystem):
     # a mem0 call sends ~8,000 prompt tokens of instructions: the memory model needs this window
     memory_context_window: ClassVar[int | None] = 12_288
     uuid_modules: ClassVar[tuple[str, ...]] = ()
+    clock_modules: ClassVar[tuple[str, ...]] = ()  # whose datetime.now() is the turn's time
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -105,17 +135,18 @@ class PeerMemory(MemorySystem):
         self.guarded = guard if guard is not None else self.llm.provider in IN_PROCESS_PROVIDERS
 
     @contextmanager
-    def _library(self) -> Iterator[None]:
+    def _library(self, when: dt.datetime | None = None) -> Iterator[None]:
         with ExitStack() as stack:
             if self.guarded:
                 stack.enter_context(loopback_only())
             stack.enter_context(seeded_uuid4(*self.uuid_modules))
+            stack.enter_context(conversation_clock(when, *self.clock_modules))
             yield
 
     def observe(self, exchange: Exchange) -> None:
         start = time.perf_counter()
         try:
-            with self._library():
+            with self._library(exchange.timestamp):
                 self.counts["memories_written"] += self._add(exchange)
         except NetworkBlockedError:
             raise

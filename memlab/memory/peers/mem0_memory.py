@@ -71,6 +71,7 @@ class Mem0Memory(PeerMemory):
     key = "mem0"
     Config = Mem0Config
     uuid_modules = ("mem0.memory.main",)
+    clock_modules = ("mem0.configs.prompts",)  # its extraction prompt's two dates
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
