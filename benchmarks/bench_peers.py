@@ -135,22 +135,36 @@ def persona_turns(n: int, llm) -> list[Exchange]:
                      timestamp=e.timestamp) for i, e in enumerate(events)]
 
 
+class TokenTally:
+    """A response cache that serves nothing and sums the tokens of every call it is given."""
+
+    def __init__(self) -> None:
+        self.prompt_tokens = self.completion_tokens = 0
+
+    def get(self, *args, **kwargs) -> None:
+        return None
+
+    def put(self, provider, model, messages, key, result) -> None:
+        self.prompt_tokens += result.prompt_tokens
+        self.completion_tokens += result.completion_tokens
+
+
 def measure_ingest(key: str, tier: str, turns: list[Exchange], embedder, folder: Path) -> dict:
     from memlab import lab
 
     needs = MEMORIES.resolve(key).memory_context_window or 4096
     llm = lab.make_llm("local", tier, n_ctx=needs, llm_cache=False)
     memory = MEMORIES.create(key, scope=SCOPE, llm=llm, embedder=embedder, workdir=folder)
-    seconds, calls, prompt, completion = [], 0, 0, 0
-    for ex in turns:
-        before = llm.calls
-        t0 = time.perf_counter()
-        memory.observe(ex)
-        seconds.append(time.perf_counter() - t0)
-        calls += llm.calls - before
+    seconds, calls, tally = [], 0, TokenTally()
+    with llm.using_cache(tally):  # every condition's calls counted alike, nothing served
+        for ex in turns:
+            before = llm.calls
+            t0 = time.perf_counter()
+            memory.observe(ex)
+            seconds.append(time.perf_counter() - t0)
+            calls += llm.calls - before
     stats = memory.stats()
-    if "llm" in stats:
-        prompt, completion = stats["llm"]["prompt_tokens"], stats["llm"]["completion_tokens"]
+    prompt, completion = tally.prompt_tokens, tally.completion_tokens
     written = [i.text for i in memory.recall("What do you know about me?").items]
     memory.close()
     n = len(turns)
