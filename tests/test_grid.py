@@ -19,6 +19,7 @@ from memlab import grid, lab
 from memlab.bench.runner import is_complete
 from memlab.bench.spec import RunSpec
 from memlab.errors import ConfigError
+from memlab.gridspec import SPECS
 from memlab.memory.base import CONDITIONS
 
 TINY = grid.GridSpec(name="tiny", conditions=["vanilla", "full_context", "rag"], suites=["ltm"],
@@ -39,6 +40,14 @@ def test_quick_spec_covers_all_conditions_on_both_suites():
     assert all(c.llm_model == "1.5b" and c.memory_llm_model == "0.5b" for c in cells)
     assert all(c.needle_replies == ("scripted" if c.suite == "ltm" else "model") for c in cells)
     assert len(grid.FULL.cells()) > len(cells)
+
+
+def test_the_peers_grid_starts_its_slowest_cells_first():
+    """mem0 and LangMem call the 1.5B on every stored turn (9-20 s each): ranked last, a pool
+    ran every baseline first and ended on two day-long cells."""
+    order = [c.condition for c in grid.by_expected_cost(SPECS["peers"].cells())]
+    assert order[:4] == ["langmem", "langmem", "mem0", "mem0"]
+    assert order[-2:] == ["vanilla", "vanilla"]
 
 
 def test_plan_counts_paired_questions_and_states_the_detectable_difference():
