@@ -44,6 +44,20 @@ class PeerConfig(BaseModel):
 
 
 # ---------------------------------------------------------------------------- reproducible ids
+@contextmanager
+def _replaced(attribute: str, value: Any, module_names: tuple[str, ...]) -> Iterator[None]:
+    """Inside the block, ``attribute`` of each named module is ``value``; restored after."""
+    modules = [importlib.import_module(name) for name in module_names]
+    saved = [getattr(module, attribute) for module in modules]
+    for module in modules:
+        setattr(module, attribute, value)
+    try:
+        yield
+    finally:
+        for module, original in zip(modules, saved, strict=True):
+            setattr(module, attribute, original)
+
+
 class _SeededUuid(ModuleType):
     """The ``uuid`` module with ``uuid4`` drawn from memlab's run-seeded ids (``new_id``)."""
 
@@ -62,16 +76,8 @@ class _SeededUuid(ModuleType):
 def seeded_uuid4(*module_names: str) -> Iterator[None]:
     """Inside the block, the named library modules draw uuid4 from memlab's seeded ids, so a
     replayed run rebuilds the same memory ids (and the prompts that quote them)."""
-    shim = _SeededUuid()
-    modules = [importlib.import_module(name) for name in module_names]
-    saved = [module.uuid for module in modules]
-    for module in modules:
-        module.uuid = shim
-    try:
+    with _replaced("uuid", _SeededUuid(), module_names):
         yield
-    finally:
-        for module, original in zip(modules, saved, strict=True):
-            module.uuid = original
 
 
 @contextmanager
@@ -91,15 +97,8 @@ def conversation_clock(when: dt.datetime | None, *module_names: str) -> Iterator
         def now(cls, tz: dt.tzinfo | None = None) -> dt.datetime:
             return moment.astimezone(tz) if tz is not None else moment.replace(tzinfo=None)
 
-    modules = [importlib.import_module(name) for name in module_names]
-    saved = [module.datetime for module in modules]
-    for module in modules:
-        module.datetime = _Clock
-    try:
+    with _replaced("datetime", _Clock, module_names):
         yield
-    finally:
-        for module, original in zip(modules, saved, strict=True):
-            module.datetime = original
 
 
 # ---------------------------------------------------------------------------- the base class
