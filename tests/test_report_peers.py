@@ -139,6 +139,23 @@ def test_fractional_ltm_scores_get_an_interval_too(tmp_path):
     assert 0.0 <= row["accuracy_low"] < row["accuracy"] < row["accuracy_high"] <= 1.0
 
 
+def test_a_paused_turn_moves_the_mean_memory_seconds_not_the_median(tmp_path):
+    from memlab.report.peers import run_row
+
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"condition": "langmem", "suite": "persona", "span": 4000, "seed": 0,
+         "status": "complete"}))
+    (tmp_path / "scores.jsonl").write_text("")
+    (tmp_path / "calls.jsonl").write_text("")
+    seconds = [30.0, 32.0, 28.0, 31.0, 1000.0]  # the last turn waited out a paused grid
+    (tmp_path / "turns.jsonl").write_text("".join(
+        json.dumps({"index": i, "phase": "main", "kind": "filler", "memory_latency_s": s}) + "\n"
+        for i, s in enumerate(seconds)))
+    row = run_row(tmp_path)
+    assert row["memory_s_per_stored_turn"] == pytest.approx(np.mean(seconds))
+    assert row["memory_s_per_stored_turn_p50"] == 31.0
+
+
 def test_recall_latency_is_the_search_alone_even_of_a_stored_question(results):
     from memlab.report.peers import recall_seconds
 
