@@ -119,6 +119,28 @@ def test_tool_calls_stop_on_a_loop_and_count_it_as_a_failure():
     assert "stop_on_loop" not in llm.params[1]
 
 
+class LimitLLM(FakeLLM):
+    """Replies as the 1.5B model did to some of LangMem's calls: cut at the token limit."""
+
+    def _complete(self, messages, **params):
+        done = super()._complete(messages, **params)
+        return done.model_copy(update={"completion_tokens": params["max_tokens"]})
+
+
+def test_a_reply_cut_at_the_token_limit_keeps_its_whole_calls_and_is_counted():
+    from memlab.llm.langchain_chat import MemlabChatModel
+
+    cut = ('{"tool_calls": [{"name": "Note", "arguments": {"content": "cat Pixel"}}, '
+           '{"name": "Note", "arguments": {"content": "I also want to make sure')
+    chat = MemlabChatModel(llm=LimitLLM([cut]), max_tokens=40)
+    reply = chat.bind_tools([Note], tool_choice="any").invoke("remember my cat Pixel")
+    assert reply.tool_calls[0]["args"] == {"content": "cat Pixel"}
+    assert chat.stats.cut_replies == 1 and chat.stats.parse_failures == 0
+    whole = MemlabChatModel(llm=FakeLLM(['{"tool_calls": []}']), max_tokens=40)
+    whole.bind_tools([Note]).invoke("hello")
+    assert whole.stats.cut_replies == 0
+
+
 def test_chat_model_counts_a_bad_reply_and_returns_it_as_text():
     from memlab.llm.langchain_chat import MemlabChatModel
 

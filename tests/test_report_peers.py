@@ -81,6 +81,7 @@ def test_rows_match_the_run_files(results):
     assert rows.loc["mem0", "llm_calls_per_stored_turn"] == 1  # one extraction call per add
     assert rows.loc["langmem", "llm_calls_per_stored_turn"] >= 1
     assert rows.loc["mem0", "parse_failures"] == 0 and pd_isna(rows.loc["rag", "parse_failures"])
+    assert rows.loc["langmem", "cut_replies"] == 0 and pd_isna(rows.loc["rag", "cut_replies"])
     manifest = json.loads((Path(rows.loc["mem0", "run_dir"]) / "manifest.json").read_text())
     assert rows.loc["mem0", "memories_written"] == manifest["memory_stats"]["memories_written"] > 0
 
@@ -106,6 +107,7 @@ def test_markdown_and_files(results, tmp_path):
     paths = write_peers_table(results, tmp_path)
     text = paths["markdown"].read_text()
     assert text.count("\n| tiny |") == 3 + 2 and "mem0 - rag" in text  # runs + pairs
+    assert "| 0 / 0 |" in text and "| -- / -- |" in text  # peers count cut replies; rag has none
     assert len(read_csv_rows(paths["rows"])) == 3
     rows = peer_rows(results)
     assert peers_markdown(rows, paired(rows)) == text

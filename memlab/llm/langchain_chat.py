@@ -52,6 +52,8 @@ class ChatStats(BaseModel):
     completion_tokens: int = 0
     seconds: float = 0.0
     parse_failures: int = 0
+    cut_replies: int = Field(0, description="replies that reached max_tokens: the lenient JSON "
+                             "repair keeps their complete calls, the last one may be cut short")
     failures: list[str] = Field(default_factory=list, description="the first few, for the log")
 
     def add(self, completion: Completion) -> None:
@@ -120,6 +122,8 @@ class MemlabChatModel(BaseChatModel):
                                      json_schema=schema, json_newlines=self.json_newlines,
                                      stop_on_loop=stop_on_loop)
         self.stats.add(completion)
+        if completion.completion_tokens >= self.max_tokens and not completion.looped:
+            self.stats.cut_replies += 1
         return completion
 
     def _call_text(self, convo: list[Message], stop: list[str] | None) -> str:

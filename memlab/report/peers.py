@@ -11,7 +11,8 @@ applies to a memory without provenance, so every condition is judged by it here)
 per answer; LLM calls and memory seconds (mean and median) per stored turn (every statement
 turn: persona's filler, LTM's filler and needles; the calls of their steps less the answer of a
 turn the model replied to); recall latency p50/p95 over the questions (``recall_seconds``);
-parse failures and failed turns (peers: from the manifest's ``memory_stats``). ``paired`` adds each peer's accuracy difference from each baseline on the
+parse failures and failed turns, and replies cut at the token limit (peers: from the manifest's
+``memory_stats``; runs made before it was counted show none). ``paired`` adds each peer's accuracy difference from each baseline on the
 tests both answered (exact McNemar, Newcombe interval, Holm-corrected within the cell).
 
 The paper (``memlab.report.write_paper``) adds ``peer_tables`` to its tables and draws
@@ -91,6 +92,7 @@ def _cost_fields(turns: list[dict], calls: list[dict], stats: dict[str, Any]) ->
         "recall_p50_ms": float(np.percentile(recall_ms, 50)) if recall_ms else None,
         "recall_p95_ms": float(np.percentile(recall_ms, 95)) if recall_ms else None,
         "parse_failures": failures,
+        "cut_replies": llm.get("cut_replies"),
         "memories_written": stats.get("memories_written"),
     }
 
@@ -183,6 +185,10 @@ def _num(value: Any, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def _count(value: Any) -> str:
+    return "--" if value is None or pd.isna(value) else str(int(value))
+
+
 def rows_shown(rows: pd.DataFrame) -> pd.DataFrame:
     """``peer_rows`` as a reader sees them: percentages with their 95% interval, n, costs."""
     return pd.DataFrame([{
@@ -197,14 +203,14 @@ def rows_shown(rows: pd.DataFrame) -> pd.DataFrame:
         "memory s / stored turn (mean / median)": f"{_num(r.memory_s_per_stored_turn, 2)} / "
                                                   f"{_num(r.memory_s_per_stored_turn_p50, 2)}",
         "recall p50 / p95 ms": f"{_num(r.recall_p50_ms)} / {_num(r.recall_p95_ms)}",
-        "parse failures": "--" if pd.isna(r.parse_failures) else int(r.parse_failures),
+        "parse failures / replies cut": f"{_count(r.parse_failures)} / {_count(r.cut_replies)}",
     } for r in rows.itertuples()], columns=ROWS_SHOWN)
 
 
 ROWS_SHOWN = ["suite", "memory model", "condition", "accuracy (95% CI)", "n",
               "evidence by answer (95% CI)", "evidence pieces", "prompt tokens / answer",
               "LLM calls / stored turn", "memory s / stored turn (mean / median)",
-              "recall p50 / p95 ms", "parse failures"]
+              "recall p50 / p95 ms", "parse failures / replies cut"]
 
 
 def pairs_shown(pairs: pd.DataFrame) -> pd.DataFrame:
