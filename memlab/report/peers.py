@@ -12,8 +12,8 @@ per answer; LLM calls and memory seconds (mean and median) per stored turn (ever
 turn: persona's filler, LTM's filler and needles; the calls of their steps less the answer of a
 turn the model replied to); recall latency p50/p95 over the questions (``recall_seconds``);
 parse failures and failed turns, and replies cut at the token limit (peers: from the manifest's
-``memory_stats``; runs made before it was counted show none). ``paired`` adds each peer's accuracy difference from each baseline on the
-tests both answered (exact McNemar, Newcombe interval, Holm-corrected within the cell).
+``memory_stats``; runs made before it was counted show none). ``paired`` adds each peer's
+accuracy difference from each baseline on the tests both answered (exact McNemar, Newcombe interval, Holm-corrected within the cell).
 
 The paper (``memlab.report.write_paper``) adds ``peer_tables`` to its tables and draws
 ``forest_frame`` as its ``peers`` figure whenever the results folder holds a complete mem0 or
@@ -185,10 +185,6 @@ def _num(value: Any, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
-def _count(value: Any) -> str:
-    return "--" if value is None or pd.isna(value) else str(int(value))
-
-
 def rows_shown(rows: pd.DataFrame) -> pd.DataFrame:
     """``peer_rows`` as a reader sees them: percentages with their 95% interval, n, costs."""
     return pd.DataFrame([{
@@ -203,7 +199,7 @@ def rows_shown(rows: pd.DataFrame) -> pd.DataFrame:
         "memory s / stored turn (mean / median)": f"{_num(r.memory_s_per_stored_turn, 2)} / "
                                                   f"{_num(r.memory_s_per_stored_turn_p50, 2)}",
         "recall p50 / p95 ms": f"{_num(r.recall_p50_ms)} / {_num(r.recall_p95_ms)}",
-        "parse failures / replies cut": f"{_count(r.parse_failures)} / {_count(r.cut_replies)}",
+        "parse failures / replies cut": f"{_num(r.parse_failures, 0)} / {_num(r.cut_replies, 0)}",
     } for r in rows.itertuples()], columns=ROWS_SHOWN)
 
 
