@@ -158,6 +158,24 @@ def test_a_paused_turn_moves_the_mean_memory_seconds_not_the_median(tmp_path):
     assert row["memory_s_per_stored_turn_p50"] == 31.0
 
 
+def test_a_sleep_cycle_counts_in_the_memory_seconds_of_the_turn_that_set_it_off(tmp_path):
+    from memlab.report.peers import run_row
+
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"condition": "sleep", "suite": "persona", "span": 4000, "seed": 0,
+         "status": "complete"}))
+    (tmp_path / "scores.jsonl").write_text("")
+    (tmp_path / "calls.jsonl").write_text("")
+    cycle = {"phase_durations_s": {"replay": 0.5, "compression": 30.0, "decay": 1.5}}
+    turns = [{"index": i, "phase": "main", "kind": "filler", "memory_latency_s": 0.01}
+             for i in range(4)]
+    turns[1]["cycle_stats"] = cycle
+    (tmp_path / "turns.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
+    row = run_row(tmp_path)
+    assert row["memory_s_per_stored_turn"] == pytest.approx((4 * 0.01 + 32.0) / 4)
+    assert row["memory_s_per_stored_turn_p50"] == pytest.approx(0.01)
+
+
 def test_recall_latency_is_the_search_alone_even_of_a_stored_question(results):
     from memlab.report.peers import recall_seconds
 

@@ -68,6 +68,13 @@ def recall_seconds(turn: dict[str, Any]) -> float | None:
     return None if turn.get("store") else turn.get("memory_latency_s")
 
 
+def memory_seconds(turn: dict[str, Any]) -> float:
+    """What storing a turn cost: ``memory_latency_s`` plus the sleep cycle it set off, if any
+    (sleep consolidates after the turn, outside the turn's own memory latency)."""
+    cycle = turn.get("cycle_stats") or {}
+    return turn["memory_latency_s"] + sum((cycle.get("phase_durations_s") or {}).values())
+
+
 def _cost_fields(turns: list[dict], calls: list[dict], stats: dict[str, Any]) -> dict[str, Any]:
     # stored turns: every statement the conversation feeds the memory (persona's filler, LTM's
     # filler and needles); their steps' calls are memory calls, but for the answer of a turn the
@@ -77,7 +84,7 @@ def _cost_fields(turns: list[dict], calls: list[dict], stats: dict[str, Any]) ->
     memory_calls = sum(1 for c in calls if c.get("step") in steps) - sum(
         1 for t in observed if t.get("prompt_tokens"))
     per_turn = memory_calls / len(observed) if observed else None
-    seconds = [t["memory_latency_s"] for t in observed]
+    seconds = [memory_seconds(t) for t in observed]
     waits = [recall_seconds(t) for t in turns if t.get("kind") == "question"]
     recall_ms = [1000 * s for s in waits if s is not None]
     llm = stats.get("llm") or {}
