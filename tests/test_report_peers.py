@@ -141,37 +141,33 @@ def test_fractional_ltm_scores_get_an_interval_too(tmp_path):
     assert 0.0 <= row["accuracy_low"] < row["accuracy"] < row["accuracy_high"] <= 1.0
 
 
-def test_a_paused_turn_moves_the_mean_memory_seconds_not_the_median(tmp_path):
+def _row_of_filler_turns(run_dir, condition: str, turns: list[dict]) -> dict:
+    """The peers-table row of a complete run of only filler ``turns`` (no scores, no calls)."""
     from memlab.report.peers import run_row
 
-    (tmp_path / "manifest.json").write_text(json.dumps(
-        {"condition": "langmem", "suite": "persona", "span": 4000, "seed": 0,
+    (run_dir / "manifest.json").write_text(json.dumps(
+        {"condition": condition, "suite": "persona", "span": 4000, "seed": 0,
          "status": "complete"}))
-    (tmp_path / "scores.jsonl").write_text("")
-    (tmp_path / "calls.jsonl").write_text("")
+    (run_dir / "scores.jsonl").write_text("")
+    (run_dir / "calls.jsonl").write_text("")
+    (run_dir / "turns.jsonl").write_text("".join(
+        json.dumps({"index": i, "phase": "main", "kind": "filler", **t}) + "\n"
+        for i, t in enumerate(turns)))
+    return run_row(run_dir)
+
+
+def test_a_paused_turn_moves_the_mean_memory_seconds_not_the_median(tmp_path):
     seconds = [30.0, 32.0, 28.0, 31.0, 1000.0]  # the last turn waited out a paused grid
-    (tmp_path / "turns.jsonl").write_text("".join(
-        json.dumps({"index": i, "phase": "main", "kind": "filler", "memory_latency_s": s}) + "\n"
-        for i, s in enumerate(seconds)))
-    row = run_row(tmp_path)
+    row = _row_of_filler_turns(tmp_path, "langmem", [{"memory_latency_s": s} for s in seconds])
     assert row["memory_s_per_stored_turn"] == pytest.approx(np.mean(seconds))
     assert row["memory_s_per_stored_turn_p50"] == 31.0
 
 
 def test_a_sleep_cycle_counts_in_the_memory_seconds_of_the_turn_that_set_it_off(tmp_path):
-    from memlab.report.peers import run_row
-
-    (tmp_path / "manifest.json").write_text(json.dumps(
-        {"condition": "sleep", "suite": "persona", "span": 4000, "seed": 0,
-         "status": "complete"}))
-    (tmp_path / "scores.jsonl").write_text("")
-    (tmp_path / "calls.jsonl").write_text("")
     cycle = {"phase_durations_s": {"replay": 0.5, "compression": 30.0, "decay": 1.5}}
-    turns = [{"index": i, "phase": "main", "kind": "filler", "memory_latency_s": 0.01}
-             for i in range(4)]
+    turns = [{"memory_latency_s": 0.01} for _ in range(4)]
     turns[1]["cycle_stats"] = cycle
-    (tmp_path / "turns.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
-    row = run_row(tmp_path)
+    row = _row_of_filler_turns(tmp_path, "sleep", turns)
     assert row["memory_s_per_stored_turn"] == pytest.approx((4 * 0.01 + 32.0) / 4)
     assert row["memory_s_per_stored_turn_p50"] == pytest.approx(0.01)
 
