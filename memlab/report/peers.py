@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.bench.runlog import read_jsonl
+from memlab.bench.runner import cycle_seconds
 from memlab.bench.tables import probes_run
 from memlab.memory.base import PEERS
 from memlab.stats import holm, mcnemar, paired_bootstrap, proportion, score_ci
@@ -71,8 +72,7 @@ def recall_seconds(turn: dict[str, Any]) -> float | None:
 def memory_seconds(turn: dict[str, Any]) -> float:
     """What storing a turn cost: ``memory_latency_s`` plus the sleep cycle it set off, if any
     (sleep consolidates after the turn, outside the turn's own memory latency)."""
-    cycle = turn.get("cycle_stats") or {}
-    return turn["memory_latency_s"] + sum((cycle.get("phase_durations_s") or {}).values())
+    return turn["memory_latency_s"] + cycle_seconds(turn.get("cycle_stats"))
 
 
 def _cost_fields(turns: list[dict], calls: list[dict], stats: dict[str, Any]) -> dict[str, Any]:
