@@ -223,7 +223,16 @@ PEERS_SPEC = GridSpec(
     answered=QUICK.answered, needle_replies=QUICK.needle_replies,
     suite_options=QUICK.suite_options, sleep_probes=False,
 )
-SPECS = {"quick": QUICK, "standard": STANDARD, "full": FULL, "peers": PEERS_SPEC}
+PEERS_STANDARD = PEERS_SPEC.model_copy(update=dict(
+    name="peers-standard",
+    description=("The peers grid at the standard grid's sizes and seeds (0, 1, 2; 35 tests "
+                 "answered per suite and seed): the paired differences the README reports as "
+                 "findings, with the 1.5B model as every condition's memory model. About 20 h "
+                 "on 2 cores, resumable cell by cell. Needs the peers extra."),
+    spans=STANDARD.spans, seeds=STANDARD.seeds, answered=STANDARD.answered,
+    suite_options=STANDARD.suite_options))
+SPECS = {"quick": QUICK, "standard": STANDARD, "full": FULL, "peers": PEERS_SPEC,
+         "peers-standard": PEERS_STANDARD}
 
 # The published suites' cells per grid size (``memlab paper --locomo PATH --longmemeval PATH``):
 # the span sizes the answering window (26k holds LoCoMo's longest conversation in a 32k window;
@@ -271,7 +280,7 @@ def validate_spec(values: dict[str, Any], source: str) -> GridSpec:
 
 
 def load_spec(name_or_path: str | Path) -> GridSpec:
-    """A built-in spec (``SPECS``: quick, standard, full, peers) or a YAML file with GridSpec's
+    """A built-in spec (``SPECS``: quick, standard, full, peers, peers-standard) or a YAML file with GridSpec's
     fields."""
     if str(name_or_path) in SPECS:
         return SPECS[str(name_or_path)]

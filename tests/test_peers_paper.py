@@ -44,6 +44,18 @@ def test_peers_spec_cells_are_the_six_conditions_on_the_quick_sizes_with_one_mem
     assert all(c.needle_replies == ("scripted" if c.suite == "ltm" else "model") for c in cells)
 
 
+def test_peers_standard_spec_is_the_peers_grid_at_the_standard_sizes_and_seeds():
+    spec = gridspec.load_spec("peers-standard")
+    standard, cells = gridspec.STANDARD, spec.cells()
+    assert spec.conditions == gridspec.PEERS_SPEC.conditions
+    assert len(cells) == 6 * 2 * 3  # six conditions, two suites, seeds 0-2
+    assert {c.seed for c in cells} == set(standard.seeds) and not any(c.probes_sleep for c in cells)
+    assert all(c.llm_model == "1.5b" and c.memory_llm_model == "1.5b" for c in cells)
+    assert all(c.answered == standard.answered[c.suite] for c in cells)
+    assert all(c.suite_options == standard.suite_options[c.suite] for c in cells)
+    assert {(c.suite, c.span) for c in cells} == {(s, standard.spans[s][0]) for s in standard.suites}
+
+
 def test_peers_plan_counts_seed_0_only_and_runs_nothing(tmp_path, capsys):
     from memlab import cli
 

@@ -71,7 +71,7 @@ def test_rows_match_the_run_files(results):
     assert set(rows.index) == set(CONDITIONS)
     for condition in CONDITIONS:
         row = rows.loc[condition]
-        scores = [s for s in read_jsonl(Path(row.run_dir) / "scores.jsonl")
+        scores = [s for s in read_jsonl(Path(row.run_dirs[0]) / "scores.jsonl")
                   if s["phase"] == "main"]
         assert row.answered_tests == len(scores) == 4
         assert row.accuracy == pytest.approx(sum(s["score"] for s in scores) / 4)
@@ -82,7 +82,7 @@ def test_rows_match_the_run_files(results):
     assert rows.loc["langmem", "llm_calls_per_stored_turn"] >= 1
     assert rows.loc["mem0", "parse_failures"] == 0 and pd_isna(rows.loc["rag", "parse_failures"])
     assert rows.loc["langmem", "cut_replies"] == 0 and pd_isna(rows.loc["rag", "cut_replies"])
-    manifest = json.loads((Path(rows.loc["mem0", "run_dir"]) / "manifest.json").read_text())
+    manifest = json.loads((Path(rows.loc["mem0", "run_dirs"][0]) / "manifest.json").read_text())
     assert rows.loc["mem0", "memories_written"] == manifest["memory_stats"]["memories_written"] > 0
 
 
@@ -176,7 +176,7 @@ def test_recall_latency_is_the_search_alone_even_of_a_stored_question(results):
     from memlab.report.peers import recall_seconds
 
     rows = peer_rows(results).set_index("condition")
-    turns = read_jsonl(Path(rows.loc["mem0", "run_dir"]) / "turns.jsonl")
+    turns = read_jsonl(Path(rows.loc["mem0", "run_dirs"][0]) / "turns.jsonl")
     waits = [t["recall_latency_s"] for t in turns if t["kind"] == "question"]
     assert len(waits) == 4 and all(0 < w for w in waits)
     assert rows.loc["mem0", "recall_p50_ms"] == pytest.approx(1000 * float(np.median(waits)))
@@ -185,3 +185,27 @@ def test_recall_latency_is_the_search_alone_even_of_a_stored_question(results):
     assert recall_seconds(stored) == 0.01
     assert recall_seconds({"store": True, "memory_latency_s": 20.0}) is None  # older runs
     assert recall_seconds({"store": False, "memory_latency_s": 0.02}) == 0.02
+
+
+def test_a_cell_pools_its_seeds_and_pairs_each_test_with_its_own_seed(results, tmp_path):
+    # the fixture's seed 0 runs, and seed 1 runs of rag and mem0 beside them: the tiny suite's
+    # test ids repeat across seeds, so pairing on test id alone would pair 4 tests, not 8
+    import shutil
+
+    root = tmp_path / "two-seeds"
+    shutil.copytree(results, root)
+    suite = EvidenceSuite(sessions=4, filler=2)
+    for condition in ("rag", "mem0"):
+        run(tiny_spec(suite, condition, seed=1), suite=suite, llm=FakeLLM([picky_reply]),
+            embedder=HashingEmbedder(dim=384), results_dir=root, progress=False)
+    rows = peer_rows(root).set_index("condition")
+    assert rows.loc["mem0", "seeds"] == "0, 1" and rows.loc["langmem", "seeds"] == "0"
+    assert rows.loc["mem0", "answered_tests"] == 8 and rows.loc["mem0", "stored_turns"] == 24
+    assert rows.loc["mem0", "evidence_pieces"] == 8
+    one_seed = peer_rows(results).set_index("condition")
+    assert rows.loc["mem0", "memories_written"] > one_seed.loc["mem0", "memories_written"]
+    pairs = paired(peer_rows(root), baselines=("rag",)).set_index("peer")
+    assert pairs.loc["mem0", "pairs"] == 8 and pairs.loc["mem0", "seeds"] == "0, 1"
+    assert pairs.loc["langmem", "pairs"] == 4 and pairs.loc["langmem", "seeds"] == "0"
+    assert pairs.loc["mem0", "difference"] == pytest.approx(
+        rows.loc["mem0", "accuracy"] - rows.loc["rag", "accuracy"])

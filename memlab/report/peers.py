@@ -2,9 +2,10 @@
 
 Reads finished runs (``manifest.json``, ``turns.jsonl``, ``scores.jsonl``, ``calls.jsonl``) under
 a results folder and, optionally, ``benchmarks/results/peers.json`` (search latency at 1k/10k
-stored memories). Runs are compared within a cell: the same suite, span, seed and memory model.
+stored memories). Runs are compared within a cell: the same suite, span and memory model, its
+seeds pooled (the standard size runs seeds 0-2: a test is then its seed and test id).
 
-Per run (``peer_rows``): answered tests and accuracy with its interval (``stats.score_ci``:
+Per condition and cell (``peer_rows``, one run per seed pooled): answered tests and accuracy with its interval (``stats.score_ci``:
 Wilson for 0/1 scores, a clipped t interval for GoodAI's fractional LTM scores); evidence recall by
 answer text (the share of evidence pieces whose answer reached the prompt: the one measure that
 applies to a memory without provenance, so every condition is judged by it here); prompt tokens
@@ -36,7 +37,7 @@ from memlab.memory.base import PEERS
 from memlab.stats import holm, mcnemar, paired_bootstrap, proportion, score_ci
 
 BASELINES = ("rag", "hybrid", "sleep")
-CELL = ["suite", "span", "seed", "memory_model"]
+CELL = ["suite", "span", "memory_model"]  # a cell pools its seeds
 
 
 def run_folders(results_dir: str | Path) -> list[Path]:
@@ -60,6 +61,16 @@ def answered_scores(run_dir: Path) -> dict[str, float]:
     return out
 
 
+def pooled_scores(run_dirs: list[Path] | tuple[Path, ...]) -> dict[str, float]:
+    """``answered_scores`` of the runs of one condition and cell, one per seed, each test id
+    qualified by its run's seed (``"s1/colours-2"``): seeds may reuse test ids."""
+    out = {}
+    for run_dir in run_dirs:
+        seed = json.loads((Path(run_dir) / "manifest.json").read_text())["seed"]
+        out |= {f"s{seed}/{test}": v for test, v in answered_scores(Path(run_dir)).items()}
+    return out
+
+
 def recall_seconds(turn: dict[str, Any]) -> float | None:
     """The memory search a question waited for: ``recall_latency_s``; in runs made before it
     was recorded, ``memory_latency_s`` of a question that was not stored (of a stored one it
@@ -75,20 +86,35 @@ def memory_seconds(turn: dict[str, Any]) -> float:
     return turn["memory_latency_s"] + cycle_seconds(turn.get("cycle_stats"))
 
 
-def _cost_fields(turns: list[dict], calls: list[dict], stats: dict[str, Any]) -> dict[str, Any]:
+def _memory_calls(turns: list[dict], calls: list[dict]) -> int:
     # stored turns: every statement the conversation feeds the memory (persona's filler, LTM's
     # filler and needles); their steps' calls are memory calls, but for the answer of a turn the
     # model replied to (LTM's needles outside scripted replies)
     observed = [t for t in turns if t.get("kind") != "question" and t.get("phase") == "main"]
     steps = {f"main:{t['index']}" for t in observed}
-    memory_calls = sum(1 for c in calls if c.get("step") in steps) - sum(
+    return sum(1 for c in calls if c.get("step") in steps) - sum(
         1 for t in observed if t.get("prompt_tokens"))
+
+
+def _sum(values: list[Any]) -> Any:
+    """The sum of the values present; None when none is (runs recorded before it was counted)."""
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _cost_fields(runs: list[tuple[list[dict], list[dict], dict[str, Any]]]) -> dict[str, Any]:
+    """Cost columns over ``runs`` (each its main-phase turns, its calls, its memory_stats)."""
+    turns = [t for run_turns, _, _ in runs for t in run_turns]
+    observed = [t for t in turns if t.get("kind") != "question" and t.get("phase") == "main"]
+    memory_calls = sum(_memory_calls(run_turns, calls) for run_turns, calls, _ in runs)
     per_turn = memory_calls / len(observed) if observed else None
     seconds = [memory_seconds(t) for t in observed]
     waits = [recall_seconds(t) for t in turns if t.get("kind") == "question"]
     recall_ms = [1000 * s for s in waits if s is not None]
-    llm = stats.get("llm") or {}
-    failures = (llm.get("parse_failures", 0) + stats.get("failed_turns", 0)) if stats else None
+    stats = [s for _, _, s in runs]
+    llm = [s.get("llm") or {} for s in stats]
+    failures = _sum([(lm.get("parse_failures", 0) + s.get("failed_turns", 0)) if s else None
+                     for s, lm in zip(stats, llm, strict=True)])
     return {
         "stored_turns": len(observed),
         "llm_calls_per_stored_turn": per_turn,
@@ -99,16 +125,24 @@ def _cost_fields(turns: list[dict], calls: list[dict], stats: dict[str, Any]) ->
         "recall_p50_ms": float(np.percentile(recall_ms, 50)) if recall_ms else None,
         "recall_p95_ms": float(np.percentile(recall_ms, 95)) if recall_ms else None,
         "parse_failures": failures,
-        "cut_replies": llm.get("cut_replies"),
-        "memories_written": stats.get("memories_written"),
+        "cut_replies": _sum([lm.get("cut_replies") for lm in llm]),
+        "memories_written": _sum([s.get("memories_written") for s in stats]),
     }
 
 
 def run_row(run_dir: Path) -> dict[str, Any]:
     """One run's row of the peers table (see the module docstring)."""
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    turns = [t for t in read_jsonl(run_dir / "turns.jsonl") if t.get("phase") == "main"]
-    scores = answered_scores(run_dir)
+    return condition_row([run_dir])
+
+
+def condition_row(run_dirs: list[Path]) -> dict[str, Any]:
+    """The row of one condition in one cell: its runs (one per seed) pooled."""
+    manifests = [json.loads((Path(d) / "manifest.json").read_text()) for d in run_dirs]
+    manifest = manifests[0]
+    per_run = [[t for t in read_jsonl(Path(d) / "turns.jsonl") if t.get("phase") == "main"]
+               for d in run_dirs]
+    turns = [t for run_turns in per_run for t in run_turns]
+    scores = pooled_scores(run_dirs)
     accuracy = score_ci(list(scores.values())) if scores else None
     pieces = [float(bool(e.get("answer_in_prompt"))) for t in turns
               if t.get("kind") == "question" for e in t.get("evidence") or []]
@@ -117,7 +151,7 @@ def run_row(run_dir: Path) -> dict[str, Any]:
                and t.get("answered", True) and not t.get("error")]
     return {
         "condition": manifest["condition"], "suite": manifest["suite"],
-        "span": manifest["span"], "seed": manifest["seed"],
+        "span": manifest["span"], "seeds": ", ".join(str(m["seed"]) for m in manifests),
         "memory_model": (manifest.get("memory_llm") or {}).get("model"),
         "answered_tests": len(scores),
         "accuracy": float(np.mean(list(scores.values()))) if scores else None,
@@ -126,18 +160,29 @@ def run_row(run_dir: Path) -> dict[str, Any]:
         "evidence_pieces": recall.n, "evidence_by_answer": recall.estimate,
         "evidence_low": recall.low, "evidence_high": recall.high,
         "prompt_tokens_per_answer": float(np.mean(answers)) if answers else None,
-        **_cost_fields(turns, read_jsonl(run_dir / "calls.jsonl"),
-                       manifest.get("memory_stats") or {}),
-        "run_dir": str(run_dir),
+        **_cost_fields([(run_turns, read_jsonl(Path(d) / "calls.jsonl"),
+                         m.get("memory_stats") or {})
+                        for run_turns, d, m in zip(per_run, run_dirs, manifests, strict=True)]),
+        "run_dirs": tuple(str(d) for d in run_dirs),
     }
 
 
 def peer_rows(results_dir: str | Path, conditions: tuple[str, ...] = PEERS + BASELINES
               ) -> pd.DataFrame:
-    """One row per complete run of ``conditions`` under ``results_dir``."""
-    rows = [run_row(d) for d in run_folders(results_dir)]
+    """One row per condition and cell (its complete runs of each seed pooled) of ``conditions``
+    under ``results_dir``."""
+    groups: dict[tuple, list[Path]] = {}
+    for folder in run_folders(results_dir):
+        m = json.loads((folder / "manifest.json").read_text())
+        key = (m["condition"], m["suite"], m["span"], (m.get("memory_llm") or {}).get("model"))
+        groups.setdefault(key, []).append(folder)
+    rows = [condition_row(sorted(dirs, key=_seed_of)) for dirs in groups.values()]
     frame = pd.DataFrame(rows, columns=None if rows else ["condition", *CELL])
     return frame[frame["condition"].isin(conditions)].reset_index(drop=True)
+
+
+def _seed_of(run_dir: Path) -> int:
+    return int(json.loads((run_dir / "manifest.json").read_text())["seed"])
 
 
 def has_peers(rows: pd.DataFrame) -> bool:
@@ -146,27 +191,33 @@ def has_peers(rows: pd.DataFrame) -> bool:
 
 
 def paired(rows: pd.DataFrame, baselines: tuple[str, ...] = BASELINES) -> pd.DataFrame:
-    """Each peer against each baseline of its cell on the tests both answered: difference
-    (peer - baseline), its 95% interval, p and Holm-adjusted p within the cell."""
+    """Each peer against each baseline of its cell on the tests both answered (its seeds
+    pooled): difference (peer - baseline), its 95% interval, p and Holm-adjusted p within the
+    cell."""
     out = []
     for _, cell in rows.groupby(CELL, dropna=False):
         by_condition = {r.condition: r for r in cell.itertuples()}
         family = []
         for peer in (p for p in PEERS if p in by_condition):
-            mine = answered_scores(Path(by_condition[peer].run_dir))
+            mine = pooled_scores(by_condition[peer].run_dirs)
             for base in (b for b in baselines if b in by_condition):
-                theirs = answered_scores(Path(by_condition[base].run_dir))
+                theirs = pooled_scores(by_condition[base].run_dirs)
                 shared = sorted(set(mine) & set(theirs))
                 first, second = [theirs[t] for t in shared], [mine[t] for t in shared]
                 binary = all(v in (0.0, 1.0) for v in first + second)
                 test = mcnemar(first, second) if binary else paired_bootstrap(first, second)
                 family.append({**{k: getattr(by_condition[peer], k) for k in CELL},
-                               "peer": peer, "baseline": base, "pairs": test.n,
+                               "seeds": _shared_seeds(shared), "peer": peer, "baseline": base, "pairs": test.n,
                                "difference": test.estimate, "low": test.low, "high": test.high,
                                "p": test.p_value, "method": test.method})
         for row, adjusted in zip(family, holm([r["p"] for r in family]), strict=True):
             out.append({**row, "p_holm": adjusted})
     return pd.DataFrame(out)
+
+
+def _shared_seeds(tests: list[str]) -> str:
+    """The seeds of seed-qualified test ids (``pooled_scores``), as ``"0, 1, 2"``."""
+    return ", ".join(sorted({t.split("/", 1)[0][1:] for t in tests}, key=int))
 
 
 def search_latency(bench_json: str | Path) -> pd.DataFrame:
@@ -195,7 +246,8 @@ def _num(value: Any, digits: int = 1) -> str:
 def rows_shown(rows: pd.DataFrame) -> pd.DataFrame:
     """``peer_rows`` as a reader sees them: percentages with their 95% interval, n, costs."""
     return pd.DataFrame([{
-        "suite": r.suite, "memory model": r.memory_model, "condition": r.condition,
+        "suite": r.suite, "memory model": r.memory_model, "seeds": r.seeds,
+        "condition": r.condition,
         "accuracy (95% CI)": _pct(r.accuracy, r.accuracy_low, r.accuracy_high),
         "n": r.answered_tests,
         "evidence by answer (95% CI)": _pct(r.evidence_by_answer, r.evidence_low,
@@ -210,7 +262,7 @@ def rows_shown(rows: pd.DataFrame) -> pd.DataFrame:
     } for r in rows.itertuples()], columns=ROWS_SHOWN)
 
 
-ROWS_SHOWN = ["suite", "memory model", "condition", "accuracy (95% CI)", "n",
+ROWS_SHOWN = ["suite", "memory model", "seeds", "condition", "accuracy (95% CI)", "n",
               "evidence by answer (95% CI)", "evidence pieces", "prompt tokens / answer",
               "LLM calls / stored turn", "memory s / stored turn (mean / median)",
               "recall p50 / p95 ms", "parse failures / replies cut"]
@@ -219,7 +271,7 @@ ROWS_SHOWN = ["suite", "memory model", "condition", "accuracy (95% CI)", "n",
 def pairs_shown(pairs: pd.DataFrame) -> pd.DataFrame:
     """``paired`` as a reader sees it: the difference in percentage points with its interval."""
     return pd.DataFrame([{
-        "suite": p.suite, "memory model": p.memory_model,
+        "suite": p.suite, "memory model": p.memory_model, "seeds": p.seeds,
         "peer - baseline": f"{p.peer} - {p.baseline}", "pairs": p.pairs,
         "difference (95% CI)": f"{100 * p.difference:+.0f} pp ({100 * p.low:.0f} to "
                                f"{100 * p.high:.0f})",
@@ -227,7 +279,7 @@ def pairs_shown(pairs: pd.DataFrame) -> pd.DataFrame:
     } for p in pairs.itertuples()], columns=PAIRS_SHOWN)
 
 
-PAIRS_SHOWN = ["suite", "memory model", "peer - baseline", "pairs", "difference (95% CI)", "p",
+PAIRS_SHOWN = ["suite", "memory model", "seeds", "peer - baseline", "pairs", "difference (95% CI)", "p",
                "p (Holm)"]
 
 
@@ -252,19 +304,19 @@ def peer_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.Dat
 
 def _tables(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     pairs = paired(rows)
-    return {"peers": (rows.drop(columns=["run_dir"], errors="ignore"), rows_shown(rows)),
+    return {"peers": (rows.drop(columns=["run_dirs"], errors="ignore"), rows_shown(rows)),
             "peers_paired": (pairs, pairs_shown(pairs))}
 
 
 def forest_frame(pairs: pd.DataFrame) -> pd.DataFrame:
     """``paired`` in the columns ``forest.plot_forest`` draws: each peer a condition, each
-    baseline a reference, the cell's memory model and seed noted in its panel titles."""
+    baseline a reference, the cell's memory model and seeds noted in its panel titles."""
     frame = pairs.rename(columns={"peer": "condition", "baseline": "reference",
                                   "pairs": "n_pairs"})
     if frame.empty:
         return frame
-    notes = [f"memory model {m}, seed {s}" for m, s in zip(frame["memory_model"], frame["seed"],
-                                                            strict=True)]
+    notes = [f"memory model {m}, seed{'s' if ',' in str(s) else ''} {s}"
+             for m, s in zip(frame["memory_model"], frame["seeds"], strict=True)]
     return frame.assign(note=notes)
 
 
