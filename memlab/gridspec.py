@@ -280,8 +280,8 @@ def validate_spec(values: dict[str, Any], source: str) -> GridSpec:
 
 
 def load_spec(name_or_path: str | Path) -> GridSpec:
-    """A built-in spec (``SPECS``: quick, standard, full, peers, peers-standard) or a YAML file with GridSpec's
-    fields."""
+    """A built-in spec (``SPECS``: quick, standard, full, peers, peers-standard) or a YAML file
+    with GridSpec's fields."""
     if str(name_or_path) in SPECS:
         return SPECS[str(name_or_path)]
     path = Path(name_or_path)

@@ -209,3 +209,16 @@ def test_a_cell_pools_its_seeds_and_pairs_each_test_with_its_own_seed(results, t
     assert pairs.loc["langmem", "pairs"] == 4 and pairs.loc["langmem", "seeds"] == "0"
     assert pairs.loc["mem0", "difference"] == pytest.approx(
         rows.loc["mem0", "accuracy"] - rows.loc["rag", "accuracy"])
+
+
+def test_a_packaged_model_is_shown_by_its_tier_any_other_by_its_name():
+    from memlab.report.peers import forest_frame, model_label
+
+    assert model_label("qwen2.5-coder-1.5b-instruct-q4_k_m") == "1.5B"
+    assert model_label("qwen2.5-coder-0.5b-instruct-q4_k_m") == "0.5B"
+    assert model_label("gpt-4o-mini") == "gpt-4o-mini"
+    import pandas as pd
+
+    pairs = pd.DataFrame([{"memory_model": "qwen2.5-coder-1.5b-instruct-q4_k_m", "seeds": "0, 1",
+                           "peer": "mem0", "baseline": "rag", "pairs": 8}])
+    assert forest_frame(pairs)["note"].tolist() == ["memory model 1.5B, seeds 0, 1"]

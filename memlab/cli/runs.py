@@ -106,8 +106,8 @@ def register(commands) -> dict:
                "--suites persona --seeds 0,1,2")
     grid.add_argument("--spec", default="quick",
                       help="quick, standard, full, peers (mem0 and LangMem beside vanilla, "
-                           "rag, hybrid, sleep), or a YAML file with GridSpec fields "
-                           "(default quick)")
+                           "rag, hybrid, sleep; peers-standard at the standard sizes), or a "
+                           "YAML file with GridSpec fields (default quick)")
     grid.add_argument("--plan", action="store_true",
                       help="print the cells, the questions per condition and the smallest "
                            "paired difference the grid detects, and run nothing")
@@ -129,7 +129,8 @@ def register(commands) -> dict:
                     "measures and with what power before you run it.",
         epilog="examples:\n  memlab paper --figures figures\n  memlab paper --spec standard")
     paper.add_argument("--spec", default="quick",
-                       help="quick, standard, full, peers, or a YAML file (default quick)")
+                       help="quick, standard, full, peers, peers-standard, or a YAML file "
+                            "(default quick)")
     paper.add_argument("--full", action="store_true", help="same as --spec full")
     paper.add_argument("--results", default=None, help="results folder (default results/<spec>)")
     paper.add_argument("--figures", default="figures", help="figures folder (default figures)")

@@ -33,6 +33,7 @@ import pandas as pd
 from memlab.bench.runlog import read_jsonl
 from memlab.bench.runner import cycle_seconds
 from memlab.bench.tables import probes_run
+from memlab.llm.weights import PACKAGED_MODELS
 from memlab.memory.base import PEERS
 from memlab.stats import holm, mcnemar, paired_bootstrap, proportion, score_ci
 
@@ -230,6 +231,12 @@ def search_latency(bench_json: str | Path) -> pd.DataFrame:
                              values=["search_p50_ms", "search_p95_ms"])
 
 
+def model_label(name: Any) -> Any:
+    """A packaged model's tier for its file name ("1.5B" for qwen2.5-coder-1.5b-instruct-q4_k_m),
+    any other name as it is."""
+    return {m.name: m.size.upper() for m in PACKAGED_MODELS.values()}.get(name, name)
+
+
 def _pct(value: Any, low: Any = None, high: Any = None) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return "--"
@@ -246,7 +253,7 @@ def _num(value: Any, digits: int = 1) -> str:
 def rows_shown(rows: pd.DataFrame) -> pd.DataFrame:
     """``peer_rows`` as a reader sees them: percentages with their 95% interval, n, costs."""
     return pd.DataFrame([{
-        "suite": r.suite, "memory model": r.memory_model, "seeds": r.seeds,
+        "suite": r.suite, "memory model": model_label(r.memory_model), "seeds": r.seeds,
         "condition": r.condition,
         "accuracy (95% CI)": _pct(r.accuracy, r.accuracy_low, r.accuracy_high),
         "n": r.answered_tests,
@@ -271,7 +278,7 @@ ROWS_SHOWN = ["suite", "memory model", "seeds", "condition", "accuracy (95% CI)"
 def pairs_shown(pairs: pd.DataFrame) -> pd.DataFrame:
     """``paired`` as a reader sees it: the difference in percentage points with its interval."""
     return pd.DataFrame([{
-        "suite": p.suite, "memory model": p.memory_model, "seeds": p.seeds,
+        "suite": p.suite, "memory model": model_label(p.memory_model), "seeds": p.seeds,
         "peer - baseline": f"{p.peer} - {p.baseline}", "pairs": p.pairs,
         "difference (95% CI)": f"{100 * p.difference:+.0f} pp ({100 * p.low:.0f} to "
                                f"{100 * p.high:.0f})",
@@ -315,7 +322,7 @@ def forest_frame(pairs: pd.DataFrame) -> pd.DataFrame:
                                   "pairs": "n_pairs"})
     if frame.empty:
         return frame
-    notes = [f"memory model {m}, seed{'s' if ',' in str(s) else ''} {s}"
+    notes = [f"memory model {model_label(m)}, seed{'s' if ',' in str(s) else ''} {s}"
              for m, s in zip(frame["memory_model"], frame["seeds"], strict=True)]
     return frame.assign(note=notes)
 
