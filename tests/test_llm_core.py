@@ -343,3 +343,30 @@ def test_stop_on_loop_is_in_the_cache_key_only_when_asked_for(tmp_path):
     again = llm.complete(HI, stop_on_loop=True)
     assert (plain.text, guarded.text, again.text) == ("a", "b", "b") and again.cached
     assert "stop_on_loop" not in llm.params[0] and llm.params[1]["stop_on_loop"] is True
+
+
+def test_loaded_models_of_this_process_are_closed_at_exit_and_a_parents_are_left(monkeypatch):
+    import os
+    import threading
+
+    from memlab.llm import local
+
+    class Closing:
+        closed = 0
+
+        def close(self):
+            self.closed += 1
+
+    mine, parents = Closing(), Closing()
+
+    def loaded(llama):
+        return local.LoadedModel(llama=llama, lock=threading.RLock(), formatter=None,
+                                 eos_text="", load_s=0.0)
+
+    monkeypatch.setattr(local, "_LOADED", {(os.getpid(), "m.gguf", 512, False): loaded(mine),
+                                           (os.getpid() + 1, "m.gguf", 512, False): loaded(parents)})
+    local.close_loaded_models()
+    assert mine.closed == 1 and parents.closed == 0
+    assert list(local._LOADED) == [(os.getpid() + 1, "m.gguf", 512, False)]
+    local.close_loaded_models()  # idempotent: nothing of this process is left to close
+    assert mine.closed == 1

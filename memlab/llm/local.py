@@ -6,6 +6,7 @@ picks another packaged tier and ``model_path`` (``MEMLAB_LOCAL_MODEL``) runs any
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -44,6 +45,16 @@ class LoadedModel:
 
 _LOADED: dict[tuple[int, str, int, bool], LoadedModel] = {}  # keyed by pid: never across fork
 _LOADED_LOCK = threading.Lock()
+
+
+@atexit.register
+def close_loaded_models() -> None:
+    """Free this process's loaded models while the interpreter is whole: left to llama.cpp's
+    own ``__del__`` at shutdown, each printed a "TypeError: 'NoneType' object is not callable"
+    traceback after its module's globals were gone (a forked worker leaves its parent's)."""
+    with _LOADED_LOCK:
+        for key in [k for k in _LOADED if k[0] == os.getpid()]:
+            _LOADED.pop(key).llama.close()
 
 
 def _import_llama_cpp():
