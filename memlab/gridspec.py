@@ -227,8 +227,8 @@ PEERS_STANDARD = PEERS_SPEC.model_copy(update=dict(
     name="peers-standard",
     description=("The peers grid at the standard grid's sizes and seeds (0, 1, 2; 35 tests "
                  "answered per suite and seed): the paired differences the README reports as "
-                 "findings, with the 1.5B model as every condition's memory model. About 20 h "
-                 "on 2 cores, resumable cell by cell. Needs the peers extra."),
+                 "findings, with the 1.5B model as every condition's memory model. About 43 h "
+                 "of model time on 2 cores, resumable cell by cell. Needs the peers extra."),
     spans=STANDARD.spans, seeds=STANDARD.seeds, answered=STANDARD.answered,
     suite_options=STANDARD.suite_options))
 SPECS = {"quick": QUICK, "standard": STANDARD, "full": FULL, "peers": PEERS_SPEC,

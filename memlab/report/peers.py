@@ -5,8 +5,8 @@ a results folder and, optionally, ``benchmarks/results/peers.json`` (search late
 stored memories). Runs are compared within a cell: the same suite, span and memory model, its
 seeds pooled (the standard size runs seeds 0-2: a test is then its seed and test id).
 
-Per condition and cell (``peer_rows``, one run per seed pooled): answered tests and accuracy with its interval (``stats.score_ci``:
-Wilson for 0/1 scores, a clipped t interval for GoodAI's fractional LTM scores); evidence recall by
+Per condition and cell (``peer_rows``, its runs of each seed pooled): answered tests and accuracy
+with its interval (``stats.score_ci``: Wilson for 0/1 scores, a clipped t interval for GoodAI's fractional LTM scores); evidence recall by
 answer text (the share of evidence pieces whose answer reached the prompt: the one measure that
 applies to a memory without provenance, so every condition is judged by it here); prompt tokens
 per answer; LLM calls and memory seconds (mean and median) per stored turn (every statement
@@ -172,18 +172,14 @@ def peer_rows(results_dir: str | Path, conditions: tuple[str, ...] = PEERS + BAS
               ) -> pd.DataFrame:
     """One row per condition and cell (its complete runs of each seed pooled) of ``conditions``
     under ``results_dir``."""
-    groups: dict[tuple, list[Path]] = {}
+    groups: dict[tuple, list[tuple[int, Path]]] = {}
     for folder in run_folders(results_dir):
         m = json.loads((folder / "manifest.json").read_text())
         key = (m["condition"], m["suite"], m["span"], (m.get("memory_llm") or {}).get("model"))
-        groups.setdefault(key, []).append(folder)
-    rows = [condition_row(sorted(dirs, key=_seed_of)) for dirs in groups.values()]
+        groups.setdefault(key, []).append((int(m["seed"]), folder))
+    rows = [condition_row([folder for _, folder in sorted(runs)]) for runs in groups.values()]
     frame = pd.DataFrame(rows, columns=None if rows else ["condition", *CELL])
     return frame[frame["condition"].isin(conditions)].reset_index(drop=True)
-
-
-def _seed_of(run_dir: Path) -> int:
-    return int(json.loads((run_dir / "manifest.json").read_text())["seed"])
 
 
 def has_peers(rows: pd.DataFrame) -> bool:
@@ -198,17 +194,20 @@ def paired(rows: pd.DataFrame, baselines: tuple[str, ...] = BASELINES) -> pd.Dat
     out = []
     for _, cell in rows.groupby(CELL, dropna=False):
         by_condition = {r.condition: r for r in cell.itertuples()}
+        scores = {c: pooled_scores(r.run_dirs) for c, r in by_condition.items()
+                  if c in PEERS or c in baselines}
         family = []
         for peer in (p for p in PEERS if p in by_condition):
-            mine = pooled_scores(by_condition[peer].run_dirs)
+            mine = scores[peer]
             for base in (b for b in baselines if b in by_condition):
-                theirs = pooled_scores(by_condition[base].run_dirs)
+                theirs = scores[base]
                 shared = sorted(set(mine) & set(theirs))
                 first, second = [theirs[t] for t in shared], [mine[t] for t in shared]
                 binary = all(v in (0.0, 1.0) for v in first + second)
                 test = mcnemar(first, second) if binary else paired_bootstrap(first, second)
                 family.append({**{k: getattr(by_condition[peer], k) for k in CELL},
-                               "seeds": _shared_seeds(shared), "peer": peer, "baseline": base, "pairs": test.n,
+                               "seeds": _shared_seeds(shared), "peer": peer, "baseline": base,
+                               "pairs": test.n,
                                "difference": test.estimate, "low": test.low, "high": test.high,
                                "p": test.p_value, "method": test.method})
         for row, adjusted in zip(family, holm([r["p"] for r in family]), strict=True):
@@ -286,8 +285,8 @@ def pairs_shown(pairs: pd.DataFrame) -> pd.DataFrame:
     } for p in pairs.itertuples()], columns=PAIRS_SHOWN)
 
 
-PAIRS_SHOWN = ["suite", "memory model", "seeds", "peer - baseline", "pairs", "difference (95% CI)", "p",
-               "p (Holm)"]
+PAIRS_SHOWN = ["suite", "memory model", "seeds", "peer - baseline", "pairs",
+               "difference (95% CI)", "p", "p (Holm)"]
 
 
 def _pipe_table(frame: pd.DataFrame) -> str:
