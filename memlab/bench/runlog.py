@@ -217,6 +217,23 @@ def run_lock(run_dir: Path) -> Iterator[dict[str, Any]]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
+def is_locked(run_dir: Path) -> bool:
+    """Whether a live process holds ``run_dir``'s lock (is writing the run) right now."""
+    try:
+        fd = os.open(Path(run_dir) / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:  # no lock file: no process has ever written the run
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # a file system without locks: nothing to tell
+        return False
+    finally:
+        os.close(fd)  # closing the descriptor releases a lock taken here
+    return False
+
+
 def _take(fd: int, path: Path, run_dir: Path) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

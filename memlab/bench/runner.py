@@ -240,6 +240,8 @@ def _run_locked(spec: RunSpec, suite: Suite, run_dir: Path, *, llm: Any, memory_
     earlier = read_manifest(run_dir).get("retries") or []
     manifest = session.start_manifest()
     manifest["retries"] = earlier + ([retry] if retry else [])  # failures.cut_at_first_failure
+    # one turns.jsonl record per event step: what `memlab grid --status` measures progress by
+    manifest["counts"]["turns_planned"] = sum(step.event is not None for step in steps)
     write_json_atomic(run_dir / "manifest.json", manifest)
     try:
         session.execute(steps, progress)

@@ -103,7 +103,7 @@ def register(commands) -> dict:
                     "<results>/notebooks/; complete cells are skipped.",
         epilog="examples:\n  memlab grid --spec quick\n  memlab grid --spec my_grid.yaml "
                "--scheduler tcp://127.0.0.1:8786\n  memlab grid --conditions rag,sleep "
-               "--suites persona --seeds 0,1,2")
+               "--suites persona --seeds 0,1,2\n  memlab grid --spec peers-standard --status")
     grid.add_argument("--spec", default="quick",
                       help="quick, standard, full, peers (mem0 and LangMem beside vanilla, "
                            "rag, hybrid, sleep; peers-standard at the standard sizes), or a "
@@ -111,6 +111,10 @@ def register(commands) -> dict:
     grid.add_argument("--plan", action="store_true",
                       help="print the cells, the questions per condition and the smallest "
                            "paired difference the grid detects, and run nothing")
+    grid.add_argument("--status", action="store_true",
+                      help="print each cell's state in the results folder (complete, running, "
+                           "stopped, failed, not started), its turns done of planned and the "
+                           "model time left at the measured seconds per turn; run nothing")
     grid.add_argument("--conditions", help="comma-separated subset of the spec's conditions")
     grid.add_argument("--suites", help=f"comma-separated subset of: {names(SUITES)}")
     grid.add_argument("--seeds", help="comma-separated seeds replacing the spec's")
@@ -220,10 +224,16 @@ def cmd_grid(args: argparse.Namespace) -> int:
     from memlab import grid
 
     spec, cells = _grid_cells(args, args.spec)
+    results = Path(args.results or f"results/{spec.name}")
     if args.plan:
         print(grid.format_plan(spec, grid.plan(spec, cells)))
         return 0
-    return _run_cells(args, spec, cells, Path(args.results or f"results/{spec.name}"))
+    if args.status:
+        from memlab.gridstatus import format_status, grid_status
+
+        print(format_status(spec.name, results, grid_status(cells, results)))
+        return 0
+    return _run_cells(args, spec, cells, results)
 
 
 def cmd_paper(args: argparse.Namespace) -> int:

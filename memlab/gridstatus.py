@@ -1,0 +1,149 @@
+"""Where a grid stands: each cell's state, its turns done of planned, and the model time left.
+
+A long grid runs in pieces (the standard peers grid needs some 43 h on 2 cores), so
+``memlab grid --spec NAME --status`` reads the results folder and runs nothing. Progress is
+counted in turns: one ``turns.jsonl`` record per event of the cell's suite. A run records how
+many it plans (``counts.turns_planned`` in its manifest); for a run made before that, or a cell not
+started, a run of another condition on the same suite events says it (its finished turns).
+
+Time left is model time, measured: a turn's model and memory seconds (``llm_latency_s`` plus
+``memory_seconds``, sleep's cycles included), averaged over the cell's recorded turns, else over
+its condition's turns on the same suite elsewhere in the folder, else on any suite. It is what
+the turns cost as they ran (at their threads, on a shared or idle machine), not a promise: cells
+run side by side share the cores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from memlab.bench.runlog import is_locked, read_jsonl
+from memlab.bench.runner import read_manifest
+from memlab.bench.spec import RunSpec
+from memlab.report.peers import memory_seconds
+
+State = Literal["complete", "running", "stopped", "failed", "not started", "other run"]
+
+# the spec fields that fix a suite's events (and so the turns a run records), whatever the
+# condition and its memory model
+EVENT_FIELDS = ("suite", "span", "seed", "suite_options", "llm", "llm_model", "n_ctx",
+                "probes_sleep")
+
+
+class CellStatus(BaseModel):
+    run_id: str
+    condition: str
+    suite: str
+    state: State
+    turns_done: int = 0
+    turns_planned: int | None = None
+    seconds_per_turn: float | None = None
+    seconds_left: float | None = None
+
+
+class Recorded(BaseModel):
+    """What one run folder holds: its manifest, its turns and their model seconds."""
+
+    manifest: dict[str, Any]
+    turns: int
+    seconds: float
+
+    @property
+    def planned(self) -> int | None:
+        counts = self.manifest.get("counts") or {}
+        if counts.get("turns_planned") is not None:
+            return counts["turns_planned"]
+        return counts.get("turns") if self.manifest.get("status") == "complete" else None
+
+
+def turn_seconds(turn: dict[str, Any]) -> float:
+    """The model and memory seconds one recorded turn cost."""
+    return (turn.get("llm_latency_s") or 0.0) + memory_seconds(turn)
+
+
+def events_key(spec: dict[str, Any]) -> str:
+    return repr([spec.get(field) for field in EVENT_FIELDS])
+
+
+def read_recorded(run_dir: Path) -> Recorded | None:
+    manifest = read_manifest(run_dir)
+    if not manifest:
+        return None
+    turns = read_jsonl(run_dir / "turns.jsonl")
+    return Recorded(manifest=manifest, turns=len(turns),
+                    seconds=sum(turn_seconds(t) for t in turns))
+
+
+def _state(cell: RunSpec, run_dir: Path, recorded: Recorded | None) -> State:
+    if recorded is None:
+        return "not started"
+    if recorded.manifest.get("spec") != cell.identity():
+        return "other run"
+    if is_locked(run_dir):
+        return "running"
+    status = recorded.manifest.get("status")
+    if status == "complete" and (run_dir / "scores.jsonl").exists():
+        return "complete"
+    return "failed" if status == "failed" else "stopped"
+
+
+def _rate(runs: Iterable[Recorded]) -> float | None:
+    runs = [r for r in runs if r.turns]
+    turns = sum(r.turns for r in runs)
+    return sum(r.seconds for r in runs) / turns if turns else None
+
+
+def grid_status(cells: list[RunSpec], results_dir: str | Path) -> list[CellStatus]:
+    """Each cell's CellStatus, in the order given (nothing is run or written)."""
+    results = Path(results_dir)
+    folders = sorted(p for p in results.iterdir() if (p / "manifest.json").is_file()) \
+        if results.is_dir() else []
+    recorded = {p.name: r for p in folders if (r := read_recorded(p)) is not None}
+    planned = {events_key(r.manifest.get("spec") or {}): r.planned
+               for r in recorded.values() if r.planned is not None}
+    out = []
+    for cell in cells:
+        run = recorded.get(cell.run_id)
+        state = _state(cell, cell.run_dir(results), run)
+        ours = run if state != "other run" else None
+        done = ours.turns if ours else 0
+        total = (ours.planned if ours else None) or planned.get(events_key(cell.identity()))
+        same = [r for r in recorded.values() if r.manifest.get("condition") == cell.condition]
+        rate = (_rate([ours] if ours else []) or _rate(
+            r for r in same if r.manifest.get("suite") == cell.suite) or _rate(same))
+        left = 0.0 if state == "complete" else (
+            max(total - done, 0) * rate if total is not None and rate is not None else None)
+        out.append(CellStatus(run_id=cell.run_id, condition=cell.condition, suite=cell.suite,
+                              state=state, turns_done=done, turns_planned=total,
+                              seconds_per_turn=rate, seconds_left=left))
+    return out
+
+
+def format_status(name: str, results_dir: str | Path, status: list[CellStatus]) -> str:
+    """The status as the command prints it: a line a cell, then the model time left."""
+    states = ("complete", "running", "stopped", "failed", "not started", "other run")
+    counts = ", ".join(f"{sum(s.state == k for s in status)} {k}" for k in states
+                       if any(s.state == k for s in status))
+    width = max([len(s.run_id) for s in status] + [4])
+    lines = [f"grid {name} in {results_dir}: {len(status)} cells; {counts}",
+             f"  {'cell':<{width}}  {'state':<11}  {'turns':>11}  {'s/turn':>7}  {'left (h)':>8}"]
+    for s in status:
+        turns = f"{s.turns_done} / {'?' if s.turns_planned is None else s.turns_planned}"
+        rate = "--" if s.seconds_per_turn is None else f"{s.seconds_per_turn:.1f}"
+        left = "?" if s.seconds_left is None else f"{s.seconds_left / 3600:.1f}"
+        lines.append(f"  {s.run_id:<{width}}  {s.state:<11}  {turns:>11}  {rate:>7}  {left:>8}")
+    known = [s.seconds_left for s in status if s.seconds_left is not None]
+    unknown = sum(s.seconds_left is None for s in status)
+    lines.append(f"model time left: {sum(known) / 3600:.1f} h at the measured seconds per turn"
+                 + (f", and {unknown} cell(s) with nothing yet to measure them by" if unknown
+                    else "")
+                 + "; cells run side by side share the cores")
+    for s in status:
+        if s.state == "other run":
+            lines.append(f"  {s.run_id}: its folder holds a run of another spec; the grid will "
+                         "refuse it (move the folder or use another --results)")
+    return "\n".join(lines)
