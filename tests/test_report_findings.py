@@ -72,3 +72,17 @@ def test_the_detectable_difference_follows_the_measured_disagreement():
                                                / 6 / N)
     assert f"disagreed on 35% of the questions on average; at that share, n = 40 detects a " \
            f"paired difference of {100 * expected:.0f} points" in out
+
+
+def test_a_grid_with_runs_missing_states_each_comparisons_own_n():
+    # sleep answered only its first 20 questions (a run still missing): its pairs are 20
+    frame = pd.concat([scores(c, outcomes(k)) for c, k in CORRECT.items() if c != "sleep"]
+                      + [scores("sleep", outcomes(CORRECT["sleep"])[:20])])
+    rows = overview(CORRECT)
+    rows.loc[rows["condition"] == "sleep", ["accuracy_n", "recall_n"]] = [20, 30]
+    out = findings.findings_text(rows, paired.accuracy_comparisons(frame))
+    assert "n = 20-40 answered questions per comparison, paired (each on the questions both " \
+           "its conditions answered; some conditions have runs missing); 30-60 evidence " \
+           "questions per condition." in out
+    assert "the same questions for every condition" not in out
+    assert "Evidence recall: " in out and "; n = 30)" in out and "; n = 60)" in out

@@ -52,9 +52,16 @@ def _section(rows: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
 def _power(rows: pd.DataFrame, pairs: pd.DataFrame, memory: list[str]) -> str:
     """n, and the difference it detects at the share of questions on which a memory condition
     and full_context or vanilla disagreed (fractional scores: any different score)."""
-    n = int(pairs["n_pairs"].max()) if len(pairs) else int(rows["accuracy_n"].max())
-    text = (f"n = {n} answered questions per condition, paired (the same questions for every "
-            f"condition); {int(rows['recall_n'].max())} evidence questions per condition.")
+    counts = pairs["n_pairs"] if len(pairs) else rows["accuracy_n"]
+    fewest, n = int(counts.min()), int(counts.max())
+    if fewest == n:
+        text = (f"n = {n} answered questions per condition, paired (the same questions for "
+                "every condition); ")
+    else:  # a grid with runs missing: never claim the same questions for every condition
+        text = (f"n = {fewest}-{n} answered questions per comparison, paired (each on the "
+                "questions both its conditions answered; some conditions have runs missing); ")
+    recall = f"{int(rows['recall_n'].min())}-" if rows["recall_n"].nunique() > 1 else ""
+    text += f"{recall}{int(rows['recall_n'].max())} evidence questions per condition."
     ours = pairs[pairs["condition"].isin(memory)
                  & pairs["reference"].isin(["full_context", "vanilla"])]
     if ours.empty:
@@ -143,8 +150,11 @@ def _recall(rows: pd.DataFrame) -> str:
     ranked = rows.dropna(subset=["recall"]).sort_values("recall", ascending=False)
     if ranked.empty:
         return ""
+    same_n = ranked["recall_n"].nunique() == 1  # else each condition's own n is said
     shown = ", ".join(
         f"{c} {100 * r['recall']:.1f}% "
-        f"({stats.interval_text(100 * r['recall_low'], 100 * r['recall_high'], 1)})"
+        f"({stats.interval_text(100 * r['recall_low'], 100 * r['recall_high'], 1)}"
+        + ("" if same_n else f"; n = {int(r['recall_n'])}") + ")"
         for c, r in ranked.iterrows())
-    return f"Evidence recall ({int(ranked['recall_n'].max())} questions each): {shown}."
+    each = f" ({int(ranked['recall_n'].max())} questions each)" if same_n else ""
+    return f"Evidence recall{each}: {shown}."
