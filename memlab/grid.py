@@ -2,8 +2,9 @@
 
 Each cell is a RunSpec; it executes the shipped ``condition.ipynb`` with the spec's fields as parameters.
 Paths follow from the spec alone: the run lands in ``<results_dir>/<run_id>/`` and the executed
-notebook in ``<results_dir>/notebooks/<run_id>.ipynb`` (``RunSpec.run_id``). A cell is skipped when
-its run is complete and its manifest records the same spec (a run left by another grid spec is
+notebook in ``<results_dir>/notebooks/<run_id>.ipynb`` (``RunSpec.run_id``), the kernel
+process's own output beside it in ``<run_id>.kernel.log``. A cell is skipped when its run is
+complete and its manifest records the same spec (a run left by another grid spec is
 re-executed, and the runner then refuses the folder with an error naming what differs), so a grid
 can be stopped and run again.
 
@@ -92,6 +93,7 @@ def execute_cell(cell: RunSpec, results_dir: str, notebook: str, kernel_name: st
         return CellResult(run_id=cell.run_id, status="skipped")
     output = results / "notebooks" / f"{cell.run_id}.ipynb"
     output.parent.mkdir(parents=True, exist_ok=True)
+    manager = ipc_kernel_manager(output.with_suffix(".kernel.log"))
     start, attempt = time.perf_counter(), 0
     while True:
         attempt += 1
@@ -100,7 +102,7 @@ def execute_cell(cell: RunSpec, results_dir: str, notebook: str, kernel_name: st
                               parameters=cell_parameters(cell, results),
                               kernel_name=kernel_name, progress_bar=False,
                               start_timeout=start_timeout, cwd=os.getcwd(),
-                              kernel_manager_class=ipc_kernel_manager())
+                              kernel_manager_class=manager)
             return CellResult(run_id=cell.run_id, status="complete", attempts=attempt,
                               seconds=time.perf_counter() - start, notebook=str(output))
         except Exception as exc:  # noqa: BLE001 - every failure is reported with its cell
@@ -135,9 +137,16 @@ def in_own_event_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return contextvars.Context().run(call)
 
 
-def ipc_kernel_manager() -> type:
+def ipc_kernel_manager(kernel_log: Path | None = None) -> type:
     """A kernel manager whose kernel talks over Unix sockets, not loopback TCP (no open ports,
-    and ipykernel has no unencrypted-TCP warning to print for every cell)."""
+    and ipykernel has no unencrypted-TCP warning to print for every cell).
+
+    Args:
+        kernel_log: file the kernel process's own stdout and stderr are appended to (its
+            cells' output is in the executed notebook either way). Without it they reach the
+            terminal: ipykernel's tracebacks when a stopped grid shuts a busy kernel down, and
+            an echo of everything the cells write to the process's file descriptors.
+    """
     from jupyter_client import AsyncKernelManager
     from traitlets import default
 
@@ -149,6 +158,13 @@ def ipc_kernel_manager() -> type:
         @default("ip")
         def _ip_unique(self) -> str:  # socket files <ip>-<n>, removed when the kernel stops
             return os.path.join(tempfile.gettempdir(), f"memlab-kernel-{uuid.uuid4().hex[:12]}")
+
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if kernel_log is None:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            with open(kernel_log, "ab") as log:  # the kernel holds its own copy of the file
+                return await super()._async_launch_kernel(kernel_cmd, **kw | {
+                    "stdout": log, "stderr": log})
 
     return IPCKernelManager
 

@@ -199,6 +199,7 @@ import json, os, pathlib, time
 run = pathlib.Path(out_dir) / f"{suite}-{condition}-{span}-s{seed}"
 run.mkdir(parents=True, exist_ok=True)
 (run / "kernel.pid").write_text(str(os.getpid()))
+os.write(2, b"the kernel's own output\\n")  # as llama.cpp writes: to the process's stderr
 try:
     for tick in range(0 if seed == 0 else 600):  # seed 0 completes at once, the others run on
         (run / f"tick-{tick}").write_text("")
@@ -331,4 +332,10 @@ def test_a_stopped_grid_leaves_no_process_and_keeps_only_complete_cells(tmp_path
         stderr = (tmp_path / "stderr").read_text()
         assert returncode == 130, stderr
         assert "memlab grid: interrupted; the 1 complete cell(s)" in stderr
+        # the kernels' own output (and ipykernel's tracebacks as a busy kernel is shut down)
+        # goes to each cell's kernel log, not to the terminal
+        assert "kernel's own output" not in stderr and "Traceback" not in stderr, stderr
+        for run in RUNNING:
+            log = results / "notebooks" / f"{run}.kernel.log"
+            assert "the kernel's own output" in log.read_text()
         assert stderr.splitlines()[-1].endswith("are kept (running again skips them)")

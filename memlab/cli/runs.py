@@ -216,7 +216,8 @@ def _run_cells(args: argparse.Namespace, spec, cells, results: Path) -> int:
           f"{counts['failed']} failed -> {results}")
     for result in outcome:
         if result.status == "failed":
-            print(f"  FAILED {result.run_id}: {result.error} (see {result.notebook})")
+            print(f"  FAILED {result.run_id}: {result.error} (see {result.notebook} and the "
+                  "kernel's own output beside it, .kernel.log)")
     return 1 if counts["failed"] else 0
 
 
@@ -254,7 +255,8 @@ def cmd_paper(args: argparse.Namespace) -> int:
                                    parameters={"results_dir": str(results.resolve()),
                                                "figures_dir": str(Path(args.figures).resolve())},
                                    kernel_name="python3", progress_bar=False, cwd=os.getcwd(),
-                                   kernel_manager_class=grid.ipc_kernel_manager())
+                                   kernel_manager_class=grid.ipc_kernel_manager(
+                                       output.with_suffix(".kernel.log")))
     except PapermillExecutionError as exc:
         error = ConfigError if exc.ename == "ConfigError" else MemlabError
         raise error(f"paper notebook: {exc.ename}: {exc.evalue} (see {output})") from exc
