@@ -8,14 +8,15 @@ started, a run of another condition on the same suite events says it (its finish
 
 Time left is model time, measured: a turn's model and memory seconds (``llm_latency_s`` plus
 ``memory_seconds``, sleep's cycles included), averaged over the cell's recorded turns, else over
-its condition's turns on the same suite elsewhere in the folder, else on any suite. It is what
+its condition's turns on the same models (the same suite first) elsewhere in the folder, else in
+the other grid folders beside it (``results/peers`` for ``results/peers-standard``). It is what
 the turns cost as they ran (at their threads, on a shared or idle machine), not a promise: cells
 run side by side share the cores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,14 +25,17 @@ from pydantic import BaseModel
 from memlab.bench.runlog import is_locked, read_jsonl
 from memlab.bench.runner import read_manifest
 from memlab.bench.spec import RunSpec
+from memlab.errors import ConfigError
 from memlab.report.peers import memory_seconds
 
 State = Literal["complete", "running", "stopped", "failed", "not started", "other run"]
+RateSource = Literal["run", "grid", "other grid"]
 
 # the spec fields that fix a suite's events (and so the turns a run records), whatever the
 # condition and its memory model
 EVENT_FIELDS = ("suite", "span", "seed", "suite_options", "llm", "llm_model", "n_ctx",
                 "probes_sleep")
+MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model")
 
 
 class CellStatus(BaseModel):
@@ -42,6 +46,7 @@ class CellStatus(BaseModel):
     turns_done: int = 0
     turns_planned: int | None = None
     seconds_per_turn: float | None = None
+    rate_from: RateSource | None = None
     seconds_left: float | None = None
 
 
@@ -69,15 +74,6 @@ def events_key(spec: dict[str, Any]) -> str:
     return repr([spec.get(field) for field in EVENT_FIELDS])
 
 
-def read_recorded(run_dir: Path) -> Recorded | None:
-    manifest = read_manifest(run_dir)
-    if not manifest:
-        return None
-    turns = read_jsonl(run_dir / "turns.jsonl")
-    return Recorded(manifest=manifest, turns=len(turns),
-                    seconds=sum(turn_seconds(t) for t in turns))
-
-
 def _state(cell: RunSpec, run_dir: Path, recorded: Recorded | None) -> State:
     if recorded is None:
         return "not started"
@@ -97,14 +93,72 @@ def _rate(runs: Iterable[Recorded]) -> float | None:
     return sum(r.seconds for r in runs) / turns if turns else None
 
 
+def _like(run: Recorded, cell: RunSpec) -> bool:
+    """A run of the cell's condition on the cell's models (what its seconds per turn depend on)."""
+    spec = run.manifest.get("spec") or {}
+    return run.manifest.get("condition") == cell.condition and all(
+        spec.get(field) == getattr(cell, field) for field in MODEL_FIELDS)
+
+
+def _rate_for(cell: RunSpec, ours: Recorded | None,
+              pools: Iterable[tuple[RateSource, Callable[[], list[Recorded]]]]
+              ) -> tuple[float | None, RateSource | None]:
+    """The cell's seconds per turn and where they were measured: its own turns, else its
+    condition's runs on the same models (same suite first) in this grid, else in other grids."""
+    if ours is not None and (rate := _rate([ours])) is not None:
+        return rate, "run"
+    for source, runs in pools:
+        like = [r for r in runs() if _like(r, cell)]
+        rate = _rate(r for r in like if r.manifest.get("suite") == cell.suite) or _rate(like)
+        if rate is not None:
+            return rate, source
+    return None, None
+
+
+def _read_folder(folder: Path, wanted: Callable[[dict[str, Any]], bool] = bool
+                 ) -> dict[str, Recorded]:
+    """The runs in ``folder`` (each a sub-folder with a manifest) whose manifest is ``wanted``."""
+    out = {}
+    for run_dir in sorted(folder.iterdir()) if folder.is_dir() else []:
+        manifest = read_manifest(run_dir) if (run_dir / "manifest.json").is_file() else {}
+        if manifest and wanted(manifest):
+            turns = read_jsonl(run_dir / "turns.jsonl")
+            out[run_dir.name] = Recorded(manifest=manifest, turns=len(turns),
+                                         seconds=sum(turn_seconds(t) for t in turns))
+    return out
+
+
+def _other_grids(results: Path, conditions: set[str]) -> list[Recorded]:
+    """Runs of ``conditions`` in the results folder's sibling grid folders (a folder that
+    cannot be read is passed over: it only informs an estimate)."""
+    out = []
+    try:
+        grids = [p for p in sorted(results.resolve().parent.iterdir())
+                 if p.is_dir() and p != results.resolve()]
+    except OSError:
+        return out
+    for grid in grids:
+        try:
+            out += _read_folder(grid, lambda m: m.get("condition") in conditions).values()
+        except (OSError, ConfigError):
+            continue
+    return out
+
+
 def grid_status(cells: list[RunSpec], results_dir: str | Path) -> list[CellStatus]:
     """Each cell's CellStatus, in the order given (nothing is run or written)."""
     results = Path(results_dir)
-    folders = sorted(p for p in results.iterdir() if (p / "manifest.json").is_file()) \
-        if results.is_dir() else []
-    recorded = {p.name: r for p in folders if (r := read_recorded(p)) is not None}
+    recorded = _read_folder(results)
     planned = {events_key(r.manifest.get("spec") or {}): r.planned
                for r in recorded.values() if r.planned is not None}
+    others: list[list[Recorded]] = []  # read once, and only when a cell needs them
+
+    def other_grids() -> list[Recorded]:
+        if not others:
+            others.append(_other_grids(results, {c.condition for c in cells}))
+        return others[0]
+
+    pools = (("grid", lambda: list(recorded.values())), ("other grid", other_grids))
     out = []
     for cell in cells:
         run = recorded.get(cell.run_id)
@@ -112,14 +166,12 @@ def grid_status(cells: list[RunSpec], results_dir: str | Path) -> list[CellStatu
         ours = run if state != "other run" else None
         done = ours.turns if ours else 0
         total = (ours.planned if ours else None) or planned.get(events_key(cell.identity()))
-        same = [r for r in recorded.values() if r.manifest.get("condition") == cell.condition]
-        rate = (_rate([ours] if ours else []) or _rate(
-            r for r in same if r.manifest.get("suite") == cell.suite) or _rate(same))
+        rate, source = _rate_for(cell, ours, pools)
         left = 0.0 if state == "complete" else (
             max(total - done, 0) * rate if total is not None and rate is not None else None)
         out.append(CellStatus(run_id=cell.run_id, condition=cell.condition, suite=cell.suite,
                               state=state, turns_done=done, turns_planned=total,
-                              seconds_per_turn=rate, seconds_left=left))
+                              seconds_per_turn=rate, rate_from=source, seconds_left=left))
     return out
 
 
@@ -133,15 +185,19 @@ def format_status(name: str, results_dir: str | Path, status: list[CellStatus]) 
              f"  {'cell':<{width}}  {'state':<11}  {'turns':>11}  {'s/turn':>7}  {'left (h)':>8}"]
     for s in status:
         turns = f"{s.turns_done} / {'?' if s.turns_planned is None else s.turns_planned}"
-        rate = "--" if s.seconds_per_turn is None else f"{s.seconds_per_turn:.1f}"
+        rate = "--" if s.seconds_per_turn is None else f"{s.seconds_per_turn:.1f}" + (
+            "*" if s.rate_from == "other grid" else "")
         left = "?" if s.seconds_left is None else f"{s.seconds_left / 3600:.1f}"
         lines.append(f"  {s.run_id:<{width}}  {s.state:<11}  {turns:>11}  {rate:>7}  {left:>8}")
     known = [s.seconds_left for s in status if s.seconds_left is not None]
     unknown = sum(s.seconds_left is None for s in status)
+    tail = (f", and {unknown} cell(s) not estimated yet (no run has measured their turns or "
+            "seconds per turn)") if unknown else ""
     lines.append(f"model time left: {sum(known) / 3600:.1f} h at the measured seconds per turn"
-                 + (f", and {unknown} cell(s) with nothing yet to measure them by" if unknown
-                    else "")
-                 + "; cells run side by side share the cores")
+                 f"{tail}; cells run side by side share the cores")
+    if any(s.rate_from == "other grid" for s in status):
+        lines.append(f"  * measured in another grid's runs of the condition on the same models "
+                     f"(beside {results_dir})")
     for s in status:
         if s.state == "other run":
             lines.append(f"  {s.run_id}: its folder holds a run of another spec; the grid will "

@@ -50,57 +50,75 @@ def test_a_run_records_the_turns_it_plans_and_a_finished_run_has_them_all(tmp_pa
     assert manifest["counts"]["turns_planned"] == manifest["counts"]["turns"] == EVENTS
 
 
+def _with_turn_seconds(run_dir, seconds_a_turn):
+    turns = read_jsonl(run_dir / "turns.jsonl")
+    for turn in turns:
+        turn.update(llm_latency_s=seconds_a_turn, memory_latency_s=0.0, cycle_stats=None)
+    (run_dir / "turns.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
+
+
 def test_status_names_each_cells_state_and_the_model_time_left(tmp_path):
+    grid = tmp_path / "grid"
     for seed in (0, 1):
-        _run(tmp_path, "rag", seed)  # complete: says how many turns a cell of its seed plans
-    _killed_after(_run(tmp_path, "vanilla"), kept=5, seconds_a_turn=3.0)
-    failed = _run(tmp_path, "episodic")
+        _run(grid, "rag", seed)  # complete: says how many turns a cell of its seed plans
+    _killed_after(_run(grid, "vanilla"), kept=5, seconds_a_turn=3.0)
+    failed = _run(grid, "episodic")
     _edit_manifest(failed, status="failed", error="RuntimeError: model gone")
-    other = _run(tmp_path, "full_context")
+    other = _run(grid, "full_context")
     spec = json.loads((other / "manifest.json").read_text())["spec"]
     _edit_manifest(other, spec=spec | {"llm_model": "another"})
+    # another grid beside this one ran sleep: on the same models at 5 s a turn, on another
+    # answering model at 100 s (not this cell's cost)
+    _with_turn_seconds(_run(tmp_path / "quick", "sleep"), 5.0)
+    elsewhere = _run(tmp_path / "bigger", "sleep")
+    _with_turn_seconds(elsewhere, 100.0)
+    _edit_manifest(elsewhere, spec=spec | {"condition": "sleep", "llm_model": "another"})
     cells = [tiny_spec(TinySuite(), c, seed=s) for c, s in (
         ("rag", 0), ("vanilla", 0), ("vanilla", 1), ("sleep", 0), ("episodic", 0),
-        ("full_context", 0), ("hybrid", 0))]
-    live = _run(tmp_path, "hybrid")
+        ("full_context", 0), ("hybrid", 0), ("episodic_summary", 0))]
+    live = _run(grid, "hybrid")
     _edit_manifest(live, status="running")
     with run_lock(live):  # a process writing the run
-        status = {s.run_id: s for s in grid_status(cells, tmp_path)}
+        status = {s.run_id: s for s in grid_status(cells, grid)}
     by_cell = [status[c.run_id] for c in cells]
     assert [s.state for s in by_cell] == ["complete", "stopped", "not started", "not started",
-                                          "failed", "other run", "running"]
+                                          "failed", "other run", "running", "not started"]
     rag, stopped, fresh, sleep = by_cell[:4]
     assert (rag.turns_done, rag.turns_planned, rag.seconds_left) == (EVENTS, EVENTS, 0.0)
     # the killed run planned nothing in its manifest: a complete run of its events says 18
-    assert (stopped.turns_done, stopped.turns_planned) == (5, EVENTS)
+    assert (stopped.turns_done, stopped.turns_planned, stopped.rate_from) == (5, EVENTS, "run")
     assert abs(stopped.seconds_per_turn - 3.0) < 1e-9
     assert abs(stopped.seconds_left - (EVENTS - 5) * 3.0) < 1e-9
     # not started: its turns from seed 1's rag run, its rate from vanilla's turns of seed 0
-    assert (fresh.turns_done, fresh.turns_planned) == (0, EVENTS)
+    assert (fresh.turns_done, fresh.turns_planned, fresh.rate_from) == (0, EVENTS, "grid")
     assert abs(fresh.seconds_left - EVENTS * 3.0) < 1e-9
-    # no sleep run anywhere: nothing to measure it by, said, not guessed
-    assert (sleep.turns_planned, sleep.seconds_per_turn, sleep.seconds_left) == (EVENTS, None,
-                                                                                 None)
+    # no sleep run in this grid: measured in the grid beside it on the same models
+    assert (sleep.turns_planned, sleep.rate_from) == (EVENTS, "other grid")
+    assert abs(sleep.seconds_left - EVENTS * 5.0) < 1e-9
+    # no episodic_summary run anywhere: nothing to measure it by, said, not guessed
+    unmeasured = by_cell[7]
+    assert (unmeasured.seconds_per_turn, unmeasured.seconds_left) == (None, None)
     assert by_cell[5].turns_done == 0  # another spec's turns are not this cell's progress
-    assert all(s.state != "running" for s in grid_status(cells, tmp_path))  # lock released
+    assert all(s.state != "running" for s in grid_status(cells, grid))  # lock released
 
-    text = format_status("tiny", tmp_path, list(status.values()))
-    assert "7 cells; 1 complete, 1 running, 1 stopped, 1 failed, 2 not started, 1 other run" in text
-    assert f"5 / {EVENTS}" in text
-    assert "1 cell(s) with nothing yet to measure them by" in text
+    text = format_status("tiny", grid, list(status.values()))
+    assert "8 cells; 1 complete, 1 running, 1 stopped, 1 failed, 3 not started, 1 other run" in text
+    assert f"5 / {EVENTS}" in text and "5.0*" in text and "* measured in another grid's" in text
+    assert "2 cell(s) not estimated yet" in text  # + the other run
     assert "holds a run of another spec" in text
 
 
 def test_grid_status_prints_and_runs_nothing(tmp_path, capsys):
     from memlab import cli
 
+    results = tmp_path / "peers"
     cells = SPECS["peers"].cells()
-    done = write_run(tmp_path, cells[0].condition, cells[0].suite, cells[0].seed, cells[0].span,
+    done = write_run(results, cells[0].condition, cells[0].suite, cells[0].seed, cells[0].span,
                      spec=cells[0])
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    assert cli.main(["grid", "--spec", "peers", "--status", "--results", str(tmp_path)]) == 0
+    assert cli.main(["grid", "--spec", "peers", "--status", "--results", str(results)]) == 0
     out = capsys.readouterr().out
-    assert f"grid peers in {tmp_path}: {len(cells)} cells; 1 complete, " \
+    assert f"grid peers in {results}: {len(cells)} cells; 1 complete, " \
            f"{len(cells) - 1} not started" in out
     assert any(line.split()[:2] == [done.name, "complete"] for line in out.splitlines())
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
