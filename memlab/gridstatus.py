@@ -11,7 +11,8 @@ Time left is model time, measured: a turn's model and memory seconds (``llm_late
 its condition's turns on the same models (the same suite first) elsewhere in the folder, else in
 the other grid folders beside it (``results/peers`` for ``results/peers-standard``). It is what
 the turns cost as they ran (at their threads, on a shared or idle machine), not a promise: cells
-run side by side share the cores.
+run side by side share the cores, and turns still to run whose calls the cache holds take none.
+A run whose calls came mostly from the response cache measures nothing (they took no time).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ RateSource = Literal["run", "grid", "other grid"]
 EVENT_FIELDS = ("suite", "span", "seed", "suite_options", "llm", "llm_model", "n_ctx",
                 "probes_sleep")
 MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model")
+CACHED_AT_MOST = 0.1  # the share of a run's calls the cache may have served for it to measure
 
 
 class CellStatus(BaseModel):
@@ -51,10 +53,12 @@ class CellStatus(BaseModel):
 
 
 class Recorded(BaseModel):
-    """What one run folder holds: its manifest, its turns and their model seconds."""
+    """What one run folder holds: its manifest, its turns, and what ``measured`` of them cost
+    (``seconds``; see ``_recorded``)."""
 
     manifest: dict[str, Any]
     turns: int
+    measured: int
     seconds: float
 
     @property
@@ -88,8 +92,8 @@ def _state(cell: RunSpec, run_dir: Path, recorded: Recorded | None) -> State:
 
 
 def _rate(runs: Iterable[Recorded]) -> float | None:
-    runs = [r for r in runs if r.turns]
-    turns = sum(r.turns for r in runs)
+    runs = list(runs)
+    turns = sum(r.measured for r in runs)
     return sum(r.seconds for r in runs) / turns if turns else None
 
 
@@ -122,10 +126,21 @@ def _read_folder(folder: Path, wanted: Callable[[dict[str, Any]], bool] = bool
     for run_dir in sorted(folder.iterdir()) if folder.is_dir() else []:
         manifest = read_manifest(run_dir) if (run_dir / "manifest.json").is_file() else {}
         if manifest and wanted(manifest):
-            turns = read_jsonl(run_dir / "turns.jsonl")
-            out[run_dir.name] = Recorded(manifest=manifest, turns=len(turns),
-                                         seconds=sum(turn_seconds(t) for t in turns))
+            out[run_dir.name] = _recorded(run_dir, manifest)
     return out
+
+
+def _recorded(run_dir: Path, manifest: dict[str, Any]) -> Recorded:
+    """The run's turns and their cost. A call the response cache served took no time and says
+    nothing of what a call still to make costs, so a run whose calls the cache served more
+    than ``CACHED_AT_MOST`` of measures nothing (its condition's other runs then say it)."""
+    turns = read_jsonl(run_dir / "turns.jsonl")
+    calls = read_jsonl(run_dir / "calls.jsonl")
+    served = sum(c.get("paid") is False for c in calls)
+    if calls and served / len(calls) > CACHED_AT_MOST:
+        return Recorded(manifest=manifest, turns=len(turns), measured=0, seconds=0.0)
+    return Recorded(manifest=manifest, turns=len(turns), measured=len(turns),
+                    seconds=sum(turn_seconds(t) for t in turns))
 
 
 def _other_grids(results: Path, conditions: set[str]) -> list[Recorded]:

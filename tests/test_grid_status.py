@@ -62,6 +62,12 @@ def test_status_names_each_cells_state_and_the_model_time_left(tmp_path):
     for seed in (0, 1):
         _run(grid, "rag", seed)  # complete: says how many turns a cell of its seed plans
     _killed_after(_run(grid, "vanilla"), kept=5, seconds_a_turn=3.0)
+    # a vanilla run the response cache answered: its turns took no time and measure nothing
+    served = _run(grid, "vanilla", seed=2)
+    _with_turn_seconds(served, 0.0)
+    calls = read_jsonl(served / "calls.jsonl")
+    (served / "calls.jsonl").write_text("".join(json.dumps(c | {"paid": False}) + "\n"
+                                                for c in calls))
     failed = _run(grid, "episodic")
     _edit_manifest(failed, status="failed", error="RuntimeError: model gone")
     other = _run(grid, "full_context")
@@ -90,6 +96,7 @@ def test_status_names_each_cells_state_and_the_model_time_left(tmp_path):
     assert abs(stopped.seconds_per_turn - 3.0) < 1e-9
     assert abs(stopped.seconds_left - (EVENTS - 5) * 3.0) < 1e-9
     # not started: its turns from seed 1's rag run, its rate from vanilla's turns of seed 0
+    # (not seed 2's, which the cache served)
     assert (fresh.turns_done, fresh.turns_planned, fresh.rate_from) == (0, EVENTS, "grid")
     assert abs(fresh.seconds_left - EVENTS * 3.0) < 1e-9
     # no sleep run in this grid: measured in the grid beside it on the same models
