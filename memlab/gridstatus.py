@@ -27,7 +27,7 @@ from memlab.bench.runlog import is_locked, read_jsonl
 from memlab.bench.runner import read_manifest
 from memlab.bench.spec import RunSpec
 from memlab.errors import ConfigError
-from memlab.report.peers import memory_seconds
+from memlab.report.peers import measures_seconds, memory_seconds
 
 State = Literal["complete", "running", "stopped", "failed", "not started", "other run"]
 RateSource = Literal["run", "grid", "other grid"]
@@ -37,7 +37,6 @@ RateSource = Literal["run", "grid", "other grid"]
 EVENT_FIELDS = ("suite", "span", "seed", "suite_options", "llm", "llm_model", "n_ctx",
                 "probes_sleep")
 MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model")
-CACHED_AT_MOST = 0.1  # the share of a run's calls the cache may have served for it to measure
 
 
 class CellStatus(BaseModel):
@@ -131,13 +130,10 @@ def _read_folder(folder: Path, wanted: Callable[[dict[str, Any]], bool] = bool
 
 
 def _recorded(run_dir: Path, manifest: dict[str, Any]) -> Recorded:
-    """The run's turns and their cost. A call the response cache served took no time and says
-    nothing of what a call still to make costs, so a run whose calls the cache served more
-    than ``CACHED_AT_MOST`` of measures nothing (its condition's other runs then say it)."""
+    """The run's turns and their cost; a run the response cache mostly served measures none
+    (``measures_seconds``: its condition's other runs then say it)."""
     turns = read_jsonl(run_dir / "turns.jsonl")
-    calls = read_jsonl(run_dir / "calls.jsonl")
-    served = sum(c.get("paid") is False for c in calls)
-    if calls and served / len(calls) > CACHED_AT_MOST:
+    if not measures_seconds(read_jsonl(run_dir / "calls.jsonl")):
         return Recorded(manifest=manifest, turns=len(turns), measured=0, seconds=0.0)
     return Recorded(manifest=manifest, turns=len(turns), measured=len(turns),
                     seconds=sum(turn_seconds(t) for t in turns))

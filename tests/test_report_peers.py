@@ -172,6 +172,39 @@ def test_a_sleep_cycle_counts_in_the_memory_seconds_of_the_turn_that_set_it_off(
     assert row["memory_s_per_stored_turn_p50"] == pytest.approx(0.01)
 
 
+def _calls(run_dir, paid_seconds: list[float | None]) -> None:
+    """One call a stored turn: paid at the given latency, or served by the cache (None)."""
+    (run_dir / "calls.jsonl").write_text("".join(json.dumps(
+        {"step": f"main:{i}", "paid": s is not None, "completion": {"latency_s": s or 0.0004}})
+        + "\n" for i, s in enumerate(paid_seconds)))
+
+
+def test_a_call_the_response_cache_served_counts_at_the_paid_calls_mean(tmp_path):
+    import pandas as pd
+
+    from memlab.report.peers import condition_row, rows_shown
+
+    runs = [tmp_path / "s0", tmp_path / "s1", tmp_path / "s2"]
+    for run_dir in runs:
+        run_dir.mkdir()
+    # seed 0: two turns paid their 29 s call, two were served from the cache in no time
+    _row_of_filler_turns(runs[0], "mem0", [{"memory_latency_s": s} for s in (30, 30, .02, .02)])
+    _calls(runs[0], [29.0, 29.0, None, None])
+    # seed 1: every call served (a cell another grid ran): nothing to go by, not timed
+    _row_of_filler_turns(runs[1], "mem0", [{"memory_latency_s": 0.02}] * 4)
+    _calls(runs[1], [None] * 4)
+    _row_of_filler_turns(runs[2], "mem0", [{"memory_latency_s": 30.0}] * 4)
+    _calls(runs[2], [29.0] * 4)
+    row = condition_row(runs)
+    assert row["memory_s_per_stored_turn"] == pytest.approx((6 * 30.0 + 2 * 29.02) / 8)
+    assert (row["timed_runs"], row["runs"], row["cache_served_calls"]) == (2, 3, 2)
+    assert row["stored_turns"] == 12  # every run's turns count as stored; 8 are timed
+    shown = rows_shown(pd.DataFrame([row])).iloc[0]["memory s / stored turn (mean / median)"]
+    assert shown.endswith("(2 cache-served calls at the paid calls' mean; 2 of 3 runs timed: "
+                          "in the others the cache served every memory call)")
+    assert condition_row(runs[1:2])["memory_s_per_stored_turn"] is None
+
+
 def test_recall_latency_is_the_search_alone_even_of_a_stored_question(results):
     from memlab.report.peers import recall_seconds
 

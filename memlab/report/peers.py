@@ -11,7 +11,8 @@ answer text (the share of evidence pieces whose answer reached the prompt: the o
 applies to a memory without provenance, so every condition is judged by it here); prompt tokens
 per answer; LLM calls and memory seconds (mean and median) per stored turn (every statement
 turn: persona's filler, LTM's filler and needles; the calls of their steps less the answer of a
-turn the model replied to); recall latency p50/p95 over the questions (``recall_seconds``);
+turn the model replied to; a call the response cache served, which took no time, counted at the
+mean of the run's paid memory calls: ``stored_turn_seconds``); recall latency p50/p95 over the questions (``recall_seconds``);
 parse failures and failed turns, and replies cut at the token limit (peers: from the manifest's
 ``memory_stats``; runs made before it was counted show none). ``paired`` adds each peer's
 accuracy difference from each baseline on the tests both answered (exact McNemar, Newcombe interval, Holm-corrected within the cell).
@@ -81,6 +82,17 @@ def recall_seconds(turn: dict[str, Any]) -> float | None:
     return None if turn.get("store") else turn.get("memory_latency_s")
 
 
+CACHED_AT_MOST = 0.1  # the share of a run's calls the response cache may serve for it to be timed
+
+
+def measures_seconds(calls: list[dict[str, Any]]) -> bool:
+    """Whether a run's seconds measure what its turns cost: not when the response cache served
+    more than ``CACHED_AT_MOST`` of its model calls (a served call takes no time; a run of a
+    cell another grid already ran, say, replays them in a fraction of a second a turn)."""
+    served = sum(c.get("paid") is False for c in calls)
+    return not calls or served / len(calls) <= CACHED_AT_MOST
+
+
 def memory_seconds(turn: dict[str, Any]) -> float:
     """What storing a turn cost: ``memory_latency_s`` plus the sleep cycle it set off, if any
     (sleep consolidates after the turn, outside the turn's own memory latency)."""
@@ -97,6 +109,32 @@ def _memory_calls(turns: list[dict], calls: list[dict]) -> int:
         1 for t in observed if t.get("prompt_tokens"))
 
 
+def stored_turn_seconds(turns: list[dict], calls: list[dict]) -> tuple[list[float], int] | None:
+    """Each stored turn's ``memory_seconds``, a memory call the response cache served (which
+    took no time) counted at the mean latency of the run's paid memory calls; and how many were
+    so counted. None when the cache served some and the run paid none to go by.
+
+    A stored turn the model replied to (its answer is a call of the same step) adds its served
+    calls at nothing and its paid ones to no mean: its step's calls are not all memory calls.
+    """
+    by_step: dict[str, list[dict]] = {}
+    for call in calls:
+        by_step.setdefault(str(call.get("step")), []).append(call)
+    observed = [t for t in turns if t.get("kind") != "question" and t.get("phase") == "main"]
+    memory_only = [by_step.get(f"main:{t['index']}", []) for t in observed
+                   if not t.get("prompt_tokens")]
+    paid = [latency for step in memory_only for c in step if c.get("paid") is not False
+            and (latency := (c.get("completion") or {}).get("latency_s")) is not None]
+    served = {f"main:{t['index']}": sum(c.get("paid") is False for c in by_step.get(
+        f"main:{t['index']}", [])) for t in observed if not t.get("prompt_tokens")}
+    imputed = sum(served.values())
+    if imputed and not paid:
+        return None
+    mean = sum(paid) / len(paid) if paid else 0.0
+    return [memory_seconds(t) + served.get(f"main:{t['index']}", 0) * mean
+            for t in observed], imputed
+
+
 def _sum(values: list[Any]) -> Any:
     """The sum of the values present; None when none is (runs recorded before it was counted)."""
     present = [v for v in values if v is not None]
@@ -109,7 +147,9 @@ def _cost_fields(runs: list[tuple[list[dict], list[dict], dict[str, Any]]]) -> d
     observed = [t for t in turns if t.get("kind") != "question" and t.get("phase") == "main"]
     memory_calls = sum(_memory_calls(run_turns, calls) for run_turns, calls, _ in runs)
     per_turn = memory_calls / len(observed) if observed else None
-    seconds = [memory_seconds(t) for t in observed]
+    timed = [x for run_turns, calls, _ in runs
+             if (x := stored_turn_seconds(run_turns, calls)) is not None]
+    seconds = [s for run_seconds, _ in timed for s in run_seconds]
     waits = [recall_seconds(t) for t in turns if t.get("kind") == "question"]
     recall_ms = [1000 * s for s in waits if s is not None]
     stats = [s for _, _, s in runs]
@@ -123,6 +163,8 @@ def _cost_fields(runs: list[tuple[list[dict], list[dict], dict[str, Any]]]) -> d
         # waited out a paused or shared machine (a paused grid's turn counts the pause)
         "memory_s_per_stored_turn": float(np.mean(seconds)) if seconds else None,
         "memory_s_per_stored_turn_p50": float(np.median(seconds)) if seconds else None,
+        "timed_runs": len(timed), "runs": len(runs),
+        "cache_served_calls": sum(imputed for _, imputed in timed),
         "recall_p50_ms": float(np.percentile(recall_ms, 50)) if recall_ms else None,
         "recall_p95_ms": float(np.percentile(recall_ms, 95)) if recall_ms else None,
         "parse_failures": failures,
@@ -262,10 +304,25 @@ def rows_shown(rows: pd.DataFrame) -> pd.DataFrame:
         "prompt tokens / answer": _num(r.prompt_tokens_per_answer, 0),
         "LLM calls / stored turn": _num(r.llm_calls_per_stored_turn, 2),
         "memory s / stored turn (mean / median)": f"{_num(r.memory_s_per_stored_turn, 2)} / "
-                                                  f"{_num(r.memory_s_per_stored_turn_p50, 2)}",
+                                                  f"{_num(r.memory_s_per_stored_turn_p50, 2)}"
+                                                  + _timed(r),
         "recall p50 / p95 ms": f"{_num(r.recall_p50_ms)} / {_num(r.recall_p95_ms)}",
         "parse failures / replies cut": f"{_num(r.parse_failures, 0)} / {_num(r.cut_replies, 0)}",
     } for r in rows.itertuples()], columns=ROWS_SHOWN)
+
+
+def _timed(row: Any) -> str:
+    """What a row's seconds stand on, when not every call was paid (``stored_turn_seconds``)."""
+    timed, runs = getattr(row, "timed_runs", None), getattr(row, "runs", None)
+    served = getattr(row, "cache_served_calls", None)
+    notes = []
+    if served is not None and not pd.isna(served) and served:
+        notes.append(f"{int(served)} cache-served call{'s' if served != 1 else ''} at the paid "
+                     "calls' mean")
+    if timed is not None and not pd.isna(timed) and timed != runs:
+        notes.append(f"{int(timed)} of {int(runs)} runs timed: in the others the cache served "
+                     "every memory call")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 ROWS_SHOWN = ["suite", "memory model", "seeds", "condition", "accuracy (95% CI)", "n",
