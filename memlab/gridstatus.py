@@ -7,7 +7,7 @@ many it plans (``counts.turns_planned`` in its manifest); for a run made before 
 started, a run of another condition on the same suite events says it (its finished turns).
 
 Time left is model time, measured: a turn's model and memory seconds (``llm_latency_s`` plus
-``memory_seconds``, sleep's cycles included), averaged over the cell's recorded turns, else over
+``memory_seconds``, sleep's cycles included), averaged over the cell's recorded turns (once there are ``MIN_TURNS``), else over
 its condition's turns on the same models (the same suite first) elsewhere in the folder, else in
 the other grid folders beside it (``results/peers`` for ``results/peers-standard``). It is what
 the turns cost as they ran (at their threads, on a shared or idle machine), not a promise: cells
@@ -37,6 +37,9 @@ RateSource = Literal["run", "grid", "other grid"]
 EVENT_FIELDS = ("suite", "span", "seed", "suite_options", "llm", "llm_model", "n_ctx",
                 "probes_sleep")
 MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model")
+# A run's first turns are mostly its cold first calls (mem0's first: 400 s, later ones 25 s),
+# and one that waited out a paused grid counts the pause: an estimate needs more turns than that.
+MIN_TURNS = 30
 
 
 class CellStatus(BaseModel):
@@ -90,10 +93,10 @@ def _state(cell: RunSpec, run_dir: Path, recorded: Recorded | None) -> State:
     return "failed" if status == "failed" else "stopped"
 
 
-def _rate(runs: Iterable[Recorded]) -> float | None:
+def _rate(runs: Iterable[Recorded], min_turns: int) -> float | None:
     runs = list(runs)
     turns = sum(r.measured for r in runs)
-    return sum(r.seconds for r in runs) / turns if turns else None
+    return sum(r.seconds for r in runs) / turns if turns and turns >= min_turns else None
 
 
 def _like(run: Recorded, cell: RunSpec) -> bool:
@@ -104,15 +107,17 @@ def _like(run: Recorded, cell: RunSpec) -> bool:
 
 
 def _rate_for(cell: RunSpec, ours: Recorded | None,
-              pools: Iterable[tuple[RateSource, Callable[[], list[Recorded]]]]
+              pools: Iterable[tuple[RateSource, Callable[[], list[Recorded]]]], min_turns: int
               ) -> tuple[float | None, RateSource | None]:
     """The cell's seconds per turn and where they were measured: its own turns, else its
-    condition's runs on the same models (same suite first) in this grid, else in other grids."""
-    if ours is not None and (rate := _rate([ours])) is not None:
+    condition's runs on the same models (same suite first) in this grid, else in other grids;
+    each only from at least ``min_turns`` measured turns."""
+    if ours is not None and (rate := _rate([ours], min_turns)) is not None:
         return rate, "run"
     for source, runs in pools:
         like = [r for r in runs() if _like(r, cell)]
-        rate = _rate(r for r in like if r.manifest.get("suite") == cell.suite) or _rate(like)
+        rate = (_rate([r for r in like if r.manifest.get("suite") == cell.suite], min_turns)
+                or _rate(like, min_turns))
         if rate is not None:
             return rate, source
     return None, None
@@ -156,8 +161,13 @@ def _other_grids(results: Path, conditions: set[str]) -> list[Recorded]:
     return out
 
 
-def grid_status(cells: list[RunSpec], results_dir: str | Path) -> list[CellStatus]:
-    """Each cell's CellStatus, in the order given (nothing is run or written)."""
+def grid_status(cells: list[RunSpec], results_dir: str | Path, *,
+                min_turns: int = MIN_TURNS) -> list[CellStatus]:
+    """Each cell's CellStatus, in the order given (nothing is run or written).
+
+    Args:
+        min_turns: the fewest measured turns a seconds-per-turn estimate is taken from.
+    """
     results = Path(results_dir)
     recorded = _read_folder(results)
     planned = {events_key(r.manifest.get("spec") or {}): r.planned
@@ -177,7 +187,7 @@ def grid_status(cells: list[RunSpec], results_dir: str | Path) -> list[CellStatu
         ours = run if state != "other run" else None
         done = ours.turns if ours else 0
         total = (ours.planned if ours else None) or planned.get(events_key(cell.identity()))
-        rate, source = _rate_for(cell, ours, pools)
+        rate, source = _rate_for(cell, ours, pools, min_turns)
         left = 0.0 if state == "complete" else (
             max(total - done, 0) * rate if total is not None and rate is not None else None)
         out.append(CellStatus(run_id=cell.run_id, condition=cell.condition, suite=cell.suite,

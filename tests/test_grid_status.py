@@ -85,7 +85,7 @@ def test_status_names_each_cells_state_and_the_model_time_left(tmp_path):
     live = _run(grid, "hybrid")
     _edit_manifest(live, status="running")
     with run_lock(live):  # a process writing the run
-        status = {s.run_id: s for s in grid_status(cells, grid)}
+        status = {s.run_id: s for s in grid_status(cells, grid, min_turns=1)}
     by_cell = [status[c.run_id] for c in cells]
     assert [s.state for s in by_cell] == ["complete", "stopped", "not started", "not started",
                                           "failed", "other run", "running", "not started"]
@@ -107,6 +107,11 @@ def test_status_names_each_cells_state_and_the_model_time_left(tmp_path):
     assert (unmeasured.seconds_per_turn, unmeasured.seconds_left) == (None, None)
     assert by_cell[5].turns_done == 0  # another spec's turns are not this cell's progress
     assert all(s.state != "running" for s in grid_status(cells, grid))  # lock released
+    # by default an estimate needs 30 measured turns: the killed run's 5 (its cold first
+    # calls, say) give none, and vanilla has no other run to go by
+    default = {s.run_id: s for s in grid_status(cells, grid)}
+    assert default[stopped.run_id].seconds_per_turn is None
+    assert default[stopped.run_id].seconds_left is None
 
     text = format_status("tiny", grid, list(status.values()))
     assert "8 cells; 1 complete, 1 running, 1 stopped, 1 failed, 3 not started, 1 other run" in text
