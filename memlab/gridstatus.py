@@ -3,16 +3,17 @@
 A long grid runs in pieces (the standard peers grid needs some 43 h on 2 cores), so
 ``memlab grid --spec NAME --status`` reads the results folder and runs nothing. Progress is
 counted in turns: one ``turns.jsonl`` record per event of the cell's suite. A run records how
-many it plans (``counts.turns_planned`` in its manifest); for a run made before that, or a cell not
-started, a run of another condition on the same suite events says it (its finished turns).
+many it plans (``counts.turns_planned`` in its manifest); for a run made before that, or a cell
+not started, a run of another condition on the same suite events says it (its finished turns).
 
 Time left is model time, measured: a turn's model and memory seconds (``llm_latency_s`` plus
-``memory_seconds``, sleep's cycles included), averaged over the cell's recorded turns (once there are ``MIN_TURNS``), else over
-its condition's turns on the same models (the same suite first) elsewhere in the folder, else in
-the other grid folders beside it (``results/peers`` for ``results/peers-standard``). It is what
-the turns cost as they ran (at their threads, on a shared or idle machine), not a promise: cells
-run side by side share the cores, and turns still to run whose calls the cache holds take none.
-A run whose calls came mostly from the response cache measures nothing (they took no time).
+``memory_seconds``, sleep's cycles included), averaged over the cell's recorded turns (once there
+are ``MIN_TURNS``), else over its condition's turns on the same models (the same suite first)
+elsewhere in the folder, else in the other grid folders beside it (``results/peers`` for
+``results/peers-standard``). It is what the turns cost as they ran (at their threads, on a
+shared or idle machine), not a promise: cells run side by side share the cores, and turns still
+to run whose calls the cache holds take none. A run whose calls came mostly from the response
+cache measures nothing (``measures_seconds``).
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from memlab.bench.runlog import is_locked, read_jsonl
-from memlab.bench.runner import read_manifest
+from memlab.bench.runner import is_complete, read_manifest
 from memlab.bench.spec import RunSpec
 from memlab.errors import ConfigError
-from memlab.report.peers import measures_seconds, memory_seconds
+from memlab.report.peers import memory_seconds
 
 State = Literal["complete", "running", "stopped", "failed", "not started", "other run"]
 RateSource = Literal["run", "grid", "other grid"]
@@ -40,6 +41,7 @@ MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model")
 # A run's first turns are mostly its cold first calls (mem0's first: 400 s, later ones 25 s),
 # and one that waited out a paused grid counts the pause: an estimate needs more turns than that.
 MIN_TURNS = 30
+CACHED_AT_MOST = 0.1  # the share of a run's calls the response cache may serve for it to be timed
 
 
 class CellStatus(BaseModel):
@@ -87,10 +89,9 @@ def _state(cell: RunSpec, run_dir: Path, recorded: Recorded | None) -> State:
         return "other run"
     if is_locked(run_dir):
         return "running"
-    status = recorded.manifest.get("status")
-    if status == "complete" and (run_dir / "scores.jsonl").exists():
+    if is_complete(run_dir, cell):
         return "complete"
-    return "failed" if status == "failed" else "stopped"
+    return "failed" if recorded.manifest.get("status") == "failed" else "stopped"
 
 
 def _rate(runs: Iterable[Recorded], min_turns: int) -> float | None:
@@ -132,6 +133,16 @@ def _read_folder(folder: Path, wanted: Callable[[dict[str, Any]], bool] = bool
         if manifest and wanted(manifest):
             out[run_dir.name] = _recorded(run_dir, manifest)
     return out
+
+
+def measures_seconds(calls: list[dict[str, Any]]) -> bool:
+    """Whether a run's seconds measure what its turns cost: not when the response cache served
+    more than ``CACHED_AT_MOST`` of its model calls (a served call takes no time; a cell another
+    grid already ran replays in a fraction of a second a turn). The peers table, which times
+    memory calls alone, counts each served one at the paid ones' mean instead
+    (``report.peers.stored_turn_seconds``); here answers and memory calls mix."""
+    served = sum(c.get("paid") is False for c in calls)
+    return not calls or served / len(calls) <= CACHED_AT_MOST
 
 
 def _recorded(run_dir: Path, manifest: dict[str, Any]) -> Recorded:

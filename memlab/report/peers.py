@@ -12,7 +12,8 @@ applies to a memory without provenance, so every condition is judged by it here)
 per answer; LLM calls and memory seconds (mean and median) per stored turn (every statement
 turn: persona's filler, LTM's filler and needles; the calls of their steps less the answer of a
 turn the model replied to; a call the response cache served, which took no time, counted at the
-mean of the run's paid memory calls: ``stored_turn_seconds``); recall latency p50/p95 over the questions (``recall_seconds``);
+mean of the run's paid memory calls: ``stored_turn_seconds``); recall latency p50/p95 over the
+questions (``recall_seconds``);
 parse failures and failed turns, and replies cut at the token limit (peers: from the manifest's
 ``memory_stats``; runs made before it was counted show none). ``paired`` adds each peer's
 accuracy difference from each baseline on the tests both answered (exact McNemar, Newcombe interval, Holm-corrected within the cell).
@@ -82,17 +83,6 @@ def recall_seconds(turn: dict[str, Any]) -> float | None:
     return None if turn.get("store") else turn.get("memory_latency_s")
 
 
-CACHED_AT_MOST = 0.1  # the share of a run's calls the response cache may serve for it to be timed
-
-
-def measures_seconds(calls: list[dict[str, Any]]) -> bool:
-    """Whether a run's seconds measure what its turns cost: not when the response cache served
-    more than ``CACHED_AT_MOST`` of its model calls (a served call takes no time; a run of a
-    cell another grid already ran, say, replays them in a fraction of a second a turn)."""
-    served = sum(c.get("paid") is False for c in calls)
-    return not calls or served / len(calls) <= CACHED_AT_MOST
-
-
 def memory_seconds(turn: dict[str, Any]) -> float:
     """What storing a turn cost: ``memory_latency_s`` plus the sleep cycle it set off, if any
     (sleep consolidates after the turn, outside the turn's own memory latency)."""
@@ -121,18 +111,16 @@ def stored_turn_seconds(turns: list[dict], calls: list[dict]) -> tuple[list[floa
     for call in calls:
         by_step.setdefault(str(call.get("step")), []).append(call)
     observed = [t for t in turns if t.get("kind") != "question" and t.get("phase") == "main"]
-    memory_only = [by_step.get(f"main:{t['index']}", []) for t in observed
-                   if not t.get("prompt_tokens")]
-    paid = [latency for step in memory_only for c in step if c.get("paid") is not False
+    steps = [[] if t.get("prompt_tokens") else by_step.get(f"main:{t['index']}", [])
+             for t in observed]
+    paid = [latency for step in steps for c in step if c.get("paid") is not False
             and (latency := (c.get("completion") or {}).get("latency_s")) is not None]
-    served = {f"main:{t['index']}": sum(c.get("paid") is False for c in by_step.get(
-        f"main:{t['index']}", [])) for t in observed if not t.get("prompt_tokens")}
-    imputed = sum(served.values())
-    if imputed and not paid:
+    served = [sum(c.get("paid") is False for c in step) for step in steps]
+    if sum(served) and not paid:
         return None
     mean = sum(paid) / len(paid) if paid else 0.0
-    return [memory_seconds(t) + served.get(f"main:{t['index']}", 0) * mean
-            for t in observed], imputed
+    return [memory_seconds(t) + n * mean for t, n in zip(observed, served, strict=True)], sum(
+        served)
 
 
 def _sum(values: list[Any]) -> Any:
