@@ -199,8 +199,9 @@ def grid_status(cells: list[RunSpec], results_dir: str | Path, *,
         done = ours.turns if ours else 0
         total = (ours.planned if ours else None) or planned.get(events_key(cell.identity()))
         rate, source = _rate_for(cell, ours, pools, min_turns)
-        left = 0.0 if state == "complete" else (
-            max(total - done, 0) * rate if total is not None and rate is not None else None)
+        finished = state == "complete" or (total is not None and done >= total)
+        left = 0.0 if finished else (  # a stopped run with every turn done only scores
+            (total - done) * rate if total is not None and rate is not None else None)
         out.append(CellStatus(run_id=cell.run_id, condition=cell.condition, suite=cell.suite,
                               state=state, turns_done=done, turns_planned=total,
                               seconds_per_turn=rate, rate_from=source, seconds_left=left))

@@ -120,6 +120,24 @@ def test_status_names_each_cells_state_and_the_model_time_left(tmp_path):
     assert "holds a run of another spec" in text
 
 
+def test_a_stopped_run_with_every_turn_done_needs_no_model_time(tmp_path):
+    """A run killed after its last turn, before it was marked complete (or copied from the
+    records of a grid), has nothing left to run, though nothing measured its seconds."""
+    grid = tmp_path / "grid"
+    run_dir = _run(grid, "hybrid")
+    _killed_after(run_dir, kept=EVENTS, seconds_a_turn=2.0)
+    _edit_manifest(run_dir, counts={"turns_planned": EVENTS})
+    cell = tiny_spec(TinySuite(), "hybrid", seed=0)
+    (status,) = grid_status([cell], grid)  # 18 turns: too few for an estimate by default
+    assert (status.state, status.turns_done, status.seconds_per_turn) == ("stopped", EVENTS, None)
+    assert status.seconds_left == 0.0
+    assert "not estimated" not in format_status("tiny", grid, [status])
+    turns = (run_dir / "turns.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "turns.jsonl").write_text("".join(turns[:-1]))  # one turn short
+    (status,) = grid_status([cell], grid)
+    assert (status.turns_done, status.seconds_left) == (EVENTS - 1, None)
+
+
 def test_grid_status_prints_and_runs_nothing(tmp_path, capsys):
     from memlab import cli
 
