@@ -129,7 +129,7 @@ def test_llm_judged_types_use_the_llm_layer():
     result = SCORERS["restaurant"](["q1", "q2"], ["a1", "a2"], ["e1", "e2"], client=judge)
     assert result.judge == "llm" and result.score == 0.5 and judge.calls == 2
     with pytest.raises(ConfigError, match="client"):
-        SCORERS["chapterbreak"](["q"], ["a"], ["e"])
+        SCORERS["restaurant"](["q"], ["a"], ["e"])  # ChapterBreak is scored by rule (issue 42)
 
 
 def test_unknown_type_is_rejected():

@@ -6,8 +6,8 @@ Layout (as published)::
     results/<agent>/<Test Type>/<id>_<rep>.json
 
 ``goodai_rescore`` re-scores a results folder with memlab's scorers (GoodAI's current scoring by
-default, or the 2024-05 scoring the published results were scored with) and reports, per test
-type, how many published scores it reproduces.
+default, the 2024-05 scoring the published results were scored with, or memlab's ``strict`` set)
+and reports, per test type, how many published scores it reproduces.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memlab.bench.suites.ltm_scorers import GOODAI_RULE_TYPES, Scorer
+from memlab.bench.suites.ltm_scorers import GOODAI_RULE_TYPES, LLM_JUDGED_TYPES, Scorer
 from memlab.bench.suites.ltm_scorers import scorers as scorer_set
 from memlab.errors import ConfigError
 from memlab.userfiles import load_yaml, read_text
@@ -247,9 +247,10 @@ def goodai_rescore(folder: str | Path, *, client: Any = None,
     """Re-score every ``<agent>/<Test Type>/<id>_<rep>.json`` under ``folder``.
 
     Args:
-        client: an LLM client for the types only an LLM can judge (restaurant, chapterbreak);
-            without it those types are listed as skipped.
-        scorers: ``current`` (GoodAI's scoring today) or ``published`` (2024-05).
+        client: an LLM client for the type only an LLM can judge (restaurant); without it
+            that type is listed as skipped.
+        scorers: ``current`` (GoodAI's scoring today), ``published`` (2024-05) or ``strict``
+            (memlab's own runs').
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -260,7 +261,7 @@ def goodai_rescore(folder: str | Path, *, client: Any = None,
         test_type = TYPE_KEYS.get(path.parent.name)
         if test_type is None:
             continue
-        if test_type in ("restaurant", "chapterbreak") and client is None:
+        if test_type in LLM_JUDGED_TYPES and client is None:
             report.skipped[test_type] = "needs an LLM judge (GoodAI used GPT); pass client="
             continue
         report.items.append(_rescore_one(path, test_type, client, chosen[test_type]))
@@ -278,15 +279,16 @@ def _rescore_one(path: Path, test_type: str, client: Any, scorer: Scorer) -> Res
                        published_reasoning=result.reasoning)
     try:
         judged = scorer([""] * len(replies), replies, expected, client=client)
-    except (IndexError, KeyError, TypeError, ValueError) as exc:
+    except (IndexError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
         item.reasoning = [f"memlab could not score it: {exc!r}"]
         return item
     item.memlab, item.reasoning = judged.score / judged.max_score, judged.reasoning
     return item
 
 
-def format_rescore_report(report: RescoreReport, *, max_listed: int = 20) -> str:
-    """The report as text: one line per type, then every disagreement with both reasonings."""
+def format_rescore_report(report: RescoreReport, *, max_listed: int | None = 20) -> str:
+    """The report as text: one line per type, then the disagreements with both reasonings (the
+    first ``max_listed``; None: all of them)."""
     lines = [f"GoodAI re-score of {report.folder} ({report.scorers} scorers)"]
     for test_type, items in report.by_type().items():
         agree = sum(i.agrees for i in items)
@@ -297,11 +299,13 @@ def format_rescore_report(report: RescoreReport, *, max_listed: int = 20) -> str
     ok, total = report.conformance()
     lines.append(f"Conformance (types GoodAI scored without a GPT judge): {ok}/{total}")
     misses = [i for i in report.items if not i.agrees]
-    for item in misses[:max_listed]:
+    listed = misses if max_listed is None else misses[:max_listed]
+    for item in listed:
         lines.append(f"- {item.file}: published {item.published:.3f}, memlab "
                      f"{'n/a' if item.memlab is None else f'{item.memlab:.3f}'}; memlab: "
                      f"{' | '.join(item.reasoning)[:160]!s}; GoodAI: "
                      f"{' | '.join(item.published_reasoning)[:160]!s}")
-    if len(misses) > max_listed:
-        lines.append(f"... and {len(misses) - max_listed} more disagreements")
+    if len(listed) < len(misses):
+        lines.append(f"... and {len(misses) - len(listed)} more disagreements (--all lists "
+                     "every one)")
     return "\n".join(lines)

@@ -34,9 +34,13 @@ def register(commands) -> dict:
         epilog="example: memlab goodai-rescore --goodai-scorers published "
                "../shared/data/goodai-ltm-v3-1k/results")
     rescore.add_argument("dir", help="folder of GoodAI result files")
-    rescore.add_argument("--goodai-scorers", choices=("current", "published"), default="current",
-                         help="GoodAI's scoring today (current, default) or the 2024-05 scoring "
-                              "the published v3 results were scored with (published)")
+    rescore.add_argument("--goodai-scorers", choices=("current", "published", "strict"),
+                         default="current",
+                         help="GoodAI's scoring today (current, default), the 2024-05 scoring "
+                              "the published v3 results were scored with (published), or "
+                              "memlab's own runs' set (strict: Colours by whole word)")
+    rescore.add_argument("--all", action="store_true",
+                         help="list every disagreement (default: the first 20)")
 
     serve = commands.add_parser(
         "serve", help="serve agents over HTTP, one per session (FastAPI)",
@@ -60,7 +64,8 @@ def register(commands) -> dict:
 def cmd_goodai_rescore(args: argparse.Namespace) -> int:
     from memlab.bench.goodai import format_rescore_report, goodai_rescore
 
-    print(format_rescore_report(goodai_rescore(args.dir, scorers=args.goodai_scorers)))
+    report = goodai_rescore(args.dir, scorers=args.goodai_scorers)
+    print(format_rescore_report(report, max_listed=None if args.all else 20))
     return 0
 
 

@@ -24,7 +24,7 @@ from memlab.bench.goodai import (
 )
 from memlab.bench.schedule import Schedule, Scheduler, ScriptTest, TokenCounter
 from memlab.bench.suites.ltm_generate import DEFAULT_ARGS, GENERATORS
-from memlab.bench.suites.ltm_scorers import SCORERS
+from memlab.bench.suites.ltm_scorers import RUN_SCORERS, RUN_SCORERS_REVISION, scorers
 from memlab.errors import ConfigError
 
 # Reset messages for loaded definitions (GoodAI sends one after these tests' questions).
@@ -57,7 +57,7 @@ class LTMSuite(Suite):
         types: test types to generate (default: all nine generated types).
         type_args: per-type generator arguments (default: GoodAI's v3 configuration).
         count_tokens: the model's token counter (default: a whitespace/4-character estimate).
-        judge: an LLM client for the types only an LLM can score (restaurant, chapterbreak).
+        judge: an LLM client for the type only an LLM can score (restaurant).
     """
 
     name = "ltm"
@@ -189,7 +189,8 @@ class LTMSuite(Suite):
         meta = {"example_id": test.example_id, "span_tokens": span.get("distance"),
                 "memory_span": self.span, "question_indexes": []}
         try:
-            judged = SCORERS[test.test_type](questions, replies, d.expected_responses, **context)
+            judged = scorers(RUN_SCORERS)[test.test_type](questions, replies,
+                                                          d.expected_responses, **context)
         except ConfigError as exc:
             return TestScore(test_id=tid, test_type=test.test_type, score=0, max_score=1,
                              reasoning=[str(exc)], judge="llm", metadata={**meta, "unscored": True})
@@ -201,7 +202,8 @@ class LTMSuite(Suite):
         types = sorted({t.test_type for t in self.tests})
         return {"name": self.name, "source": self.source, "span": self.span,
                 "examples": self.examples, "seed": self.seed, "types": types,
-                "tests": len(self.tests), "skipped": dict(self.skipped)}
+                "tests": len(self.tests), "skipped": dict(self.skipped),
+                "scorers": f"{RUN_SCORERS}-{RUN_SCORERS_REVISION}"}
 
     # ------------------------------------------------------------ GoodAI results
 

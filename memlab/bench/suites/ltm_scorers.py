@@ -9,10 +9,15 @@ Every scorer takes the questions asked, the agent's replies to them and the test
   "lockpicks", "lockpicking", "slim jim") that the test did not expect.
 - ``PUBLISHED_SCORERS`` (``published``): the 2024-05 scoring of the published v3 results, which
   memlab reproduces (``memlab goodai-rescore --goodai-scorers published``).
+- ``STRICT_SCORERS`` (``strict``, what memlab's own LTM runs use, ``RUN_SCORERS``): the current
+  set, but Colours credits the colour only as a whole word (GoodAI's substring test credits "red"
+  inside "remembered" or "shared"). ``current`` and ``published`` keep GoodAI's behaviour: they
+  are the conformance sets.
 
-Where GoodAI asks a GPT judge memlab uses a deterministic rule (jokes, locations_directions,
-a Trigger Response reply the rule rejects) unless it is given an LLM judge (``client=``), which
-restaurant and chapterbreak always need.
+ChapterBreak is scored by GoodAI's rule in every set (the reply's numbers must be exactly the
+right option's). Where GoodAI asks a GPT judge memlab uses a deterministic rule (jokes,
+locations_directions, a Trigger Response reply the rule rejects) unless it is given an LLM judge
+(``client=``), which restaurant always needs.
 """
 
 from __future__ import annotations
@@ -51,12 +56,34 @@ def goodai_spy_lists(expected: list[list[str]]) -> list[list[str]]:
             for keys in expected]
 
 
-def score_colours(questions: list[str], responses: list[str], expected: list[Any], **_: Any):
-    """The last colour given, as a case-insensitive substring of the last reply."""
-    colour = str(expected[0]).lower()
-    if colour in responses[-1].lower():
-        return Judgement(score=1, reasoning=[f'"{colour}" is in the response.'])
-    return Judgement(score=0, reasoning=[f'"{colour}" is NOT in the response.'])
+def score_colours(questions: list[str], responses: list[str], expected: list[Any], *,
+                  whole_word: bool = False, **_: Any):
+    """The last colour given, as a case-insensitive substring of the last reply (GoodAI's rule;
+    ``whole_word``: only as a word of its own, so "remembered" does not hold "red")."""
+    colour, reply = str(expected[0]).lower(), responses[-1].lower()
+    found = (re.search(rf"\b{re.escape(colour)}\b", reply) is not None if whole_word
+             else colour in reply)
+    where = " as a word" if whole_word else ""
+    if found:
+        return Judgement(score=1, reasoning=[f'"{colour}" is in the response{where}.'])
+    return Judgement(score=0, reasoning=[f'"{colour}" is NOT in the response{where}.'])
+
+
+def score_colours_strict(questions: list[str], responses: list[str], expected: list[Any],
+                         **kwargs: Any):
+    """memlab's Colours: the colour must be a whole word of the last reply."""
+    return score_colours(questions, responses, expected, whole_word=True, **kwargs)
+
+
+def score_chapterbreak(questions: list[str], responses: list[str], expected: list[Any],
+                       **_: Any):
+    """GoodAI's rule: the numbers in the reply must be exactly the right option's number
+    ("3" or "Option 3." passes; "3, not 4" and "none" fail)."""
+    right = str(expected[0]).strip()
+    correct = set(re.findall(r"\d+", responses[0])) == {right}
+    word = "" if correct else "not "
+    return Judgement(score=int(correct),
+                     reasoning=[f"The correct answer ({right}) was {word}found in the response."])
 
 
 def score_shopping(questions: list[str], responses: list[str], expected: list[Any], **_: Any):
@@ -152,12 +179,19 @@ def score_prospective_memory(questions: list[str], responses: list[str], expecte
 def score_trigger_response(questions: list[str], responses: list[str], expected: list[Any],
                            **_: Any):
     """Each trigger's reply must contain the agreed sentence; score = hits / triggers."""
+    _need_triggers(expected)
     hits, notes = 0, []
     for reply, sentence in zip(responses, expected, strict=False):
         ok = str(sentence).lower() in reply.lower()
         hits += int(ok)
         notes.append(f"'{sentence}' is {'' if ok else 'not '}in the response.")
     return Judgement(score=hits / len(expected), reasoning=notes)
+
+
+def _need_triggers(expected: list[Any]) -> None:
+    if not expected:  # GoodAI's own score would be 0 out of 0
+        raise ValueError("no expected_responses: a Trigger Response test without triggers "
+                         "has nothing to score")
 
 
 def rouge_l(reference: str, candidate: str) -> float:
@@ -173,6 +207,7 @@ def score_trigger_response_current(questions: list[str], responses: list[str],
     """GoodAI's current rule per trigger: the sentence in the reply once both are lower-cased
     without punctuation, or ROUGE-L above 0.75; a reply the rule rejects goes to the LLM judge
     when ``client`` is given (GoodAI asks GPT), else it scores 0."""
+    _need_triggers(expected)
     hits, notes = 0, []
     for question, reply, sentence in zip(questions, responses, expected, strict=False):
         want, got = normalise(str(sentence)), normalise(reply)
@@ -284,13 +319,13 @@ def score_locations_directions(questions: list[str], responses: list[str], expec
 
 def score_with_llm(questions: list[str], responses: list[str], expected: list[Any], *,
                    client: Any = None, **_: Any):
-    """GoodAI's GPT checklist through memlab's LLM layer (restaurant, chapterbreak)."""
+    """GoodAI's GPT checklist through memlab's LLM layer (restaurant)."""
     if client is None:
         raise ConfigError("field 'client': this test type needs an LLM judge (pass client=)")
     return llm_judge(client, questions, responses, expected)
 
 
-SCORERS: dict[str, Scorer] = {  # GoodAI's current scoring (commit 188e761), the default
+SCORERS: dict[str, Scorer] = {  # GoodAI's current scoring (commit 188e761)
     "colours": score_colours,
     "shopping": score_shopping,
     "name_list": score_name_list,
@@ -301,7 +336,7 @@ SCORERS: dict[str, Scorer] = {  # GoodAI's current scoring (commit 188e761), the
     "trigger_response": score_trigger_response_current,
     "spy_meeting": score_spy_meeting_current,
     "restaurant": score_with_llm,
-    "chapterbreak": score_with_llm,
+    "chapterbreak": score_chapterbreak,
 }
 PUBLISHED_SCORERS: dict[str, Scorer] = {  # the 2024-05 scoring of the published v3 results
     **SCORERS,
@@ -309,12 +344,23 @@ PUBLISHED_SCORERS: dict[str, Scorer] = {  # the 2024-05 scoring of the published
     "trigger_response": score_trigger_response,
     "spy_meeting": score_spy_meeting_published,
 }
+STRICT_SCORERS: dict[str, Scorer] = {  # memlab's own runs: current, Colours by whole word
+    **SCORERS,
+    "colours": score_colours_strict,
+}
 SCORER_VERSIONS: dict[str, dict[str, Scorer]] = {"current": SCORERS,
-                                                 "published": PUBLISHED_SCORERS}
+                                                 "published": PUBLISHED_SCORERS,
+                                                 "strict": STRICT_SCORERS}
+# The set memlab's own LTM runs are scored with, as their manifests record it
+# (``LTMSuite.describe()["scorers"]``, part of the run identity). Bump the revision whenever a
+# scorer of this set changes what it scores, so a run folder scored the old way is refused, never
+# resumed or mixed with new scores. Revision 1: Colours by whole word, ChapterBreak by rule.
+RUN_SCORERS = "strict"
+RUN_SCORERS_REVISION = 1
 
 
 def scorers(version: str = "current") -> dict[str, Scorer]:
-    """The scorer set ``version`` (``current`` or ``published``).
+    """The scorer set ``version`` (``current``, ``published`` or ``strict``).
 
     Raises:
         ConfigError: an unknown version (the message lists the known ones).
@@ -326,5 +372,6 @@ def scorers(version: str = "current") -> dict[str, Scorer]:
 
 # Types GoodAI v3 scored without a GPT judge: memlab must reproduce their published scores.
 GOODAI_RULE_TYPES = frozenset({"colours", "shopping", "name_list", "sallyanne",
-                               "prospective_memory", "trigger_response", "spy_meeting"})
-LLM_JUDGED_TYPES = frozenset({"restaurant", "chapterbreak"})
+                               "prospective_memory", "trigger_response", "spy_meeting",
+                               "chapterbreak"})
+LLM_JUDGED_TYPES = frozenset({"restaurant"})
