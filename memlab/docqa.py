@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memlab.bench.runlog import read_numbered
 from memlab.config import Settings
 from memlab.docqa_ingest import (  # noqa: F401 - re-exported: the seed's document vocabulary
     DocumentChunk,
@@ -35,7 +36,7 @@ from memlab.docqa_ingest import (  # noqa: F401 - re-exported: the seed's docume
     split_paragraphs,
 )
 from memlab.embed.base import Embedder
-from memlab.errors import ConfigError, StructuredOutputError
+from memlab.errors import ConfigError, DamagedFileError, StructuredOutputError
 from memlab.llm.base import LLMClient, Message
 from memlab.llm.structured import complete_json_reply
 from memlab.models.retrieval import AgentResponse, Query, QueryStatus, RetrievedChunk
@@ -79,7 +80,11 @@ class IngestReport(BaseModel):
 
 
 class ConversationLog:
-    """The exchanges of each session, one JSON line per exchange in ``folder/<hash>.jsonl``."""
+    """The exchanges of each session, one JSON line per exchange in ``folder/<hash>.jsonl``.
+
+    A line torn by a crash mid-append (the file's tail) is cut when the log is next read; a
+    damaged line inside raises ``DamagedFileError`` naming the file and the line.
+    """
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
@@ -89,11 +94,19 @@ class ConversationLog:
         return self.folder / f"{digest}.jsonl"
 
     def recent(self, session_id: str, n: int = HISTORY_EXCHANGES) -> list[dict[str, str]]:
+        """The session's last ``n`` exchanges (``question``, ``answer``).
+
+        Raises:
+            DamagedFileError: a line inside is not JSON, or an exchange lacks its texts.
+        """
         path = self._path(session_id)
-        if not path.exists():
-            return []
-        lines = path.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines[-n:] if line.strip()]
+        exchanges = []
+        for line, record in read_numbered(path, repair=True)[-n:] if n > 0 else []:
+            if not all(isinstance(record.get(key), str) for key in ("question", "answer")):
+                raise DamagedFileError(path, f"line {line}: an exchange needs the texts "
+                                             f"'question' and 'answer'; fix or remove line {line}")
+            exchanges.append({"question": record["question"], "answer": record["answer"]})
+        return exchanges
 
     def append(self, session_id: str, question: str, answer: str) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -191,12 +204,16 @@ class DocumentQA:
         Raises:
             pydantic.ValidationError: the query text or timestamp breaks a seed rule.
             IllegalQueryTransition: the query is not PENDING.
+            DamagedFileError: the session's conversation log is damaged (the query stays
+                PENDING: it is the stored state, not this query, that is wrong).
         """
         if isinstance(query, str):
             query = Query(text=query, user_id=user_id, session_id=session_id)
+        history = (self.conversations.recent(query.session_id)
+                   if self.conversations is not None and query.session_id else [])
         query.transition_to(QueryStatus.PROCESSING)
         try:
-            response, reasks = self._answer(query)
+            response, reasks = self._answer(query, history)
         except Exception as exc:  # noqa: BLE001 - the seed: any error moves the query to FAILED
             log.warning("query %s failed: %s", query.id, exc)
             query.transition_to(QueryStatus.FAILED)
@@ -225,9 +242,8 @@ class DocumentQA:
         chunks = [to_retrieved_chunk(h) for h in ranked]
         return [c for c in chunks if c.similarity_score >= self.min_similarity]
 
-    def _answer(self, query: Query) -> tuple[AgentResponse, int]:
-        history = (self.conversations.recent(query.session_id)
-                   if self.conversations is not None and query.session_id else [])
+    def _answer(self, query: Query, history: list[dict[str, str]]
+                ) -> tuple[AgentResponse, int]:
         chunks = self.retrieve(query.text, history)
         if self.llm is None:
             raise ConfigError("llm: this DocumentQA has no model; it can only retrieve")

@@ -4,7 +4,8 @@
 Query through PENDING -> PROCESSING -> COMPLETED | FAILED and answers with the QueryResult:
 HTTP 200 with ``query.status`` COMPLETED (``response`` holds the AgentResponse) or FAILED
 (``error`` says why). A body that breaks a seed rule (text 1-1000 characters, not blank) gets
-HTTP 422 whose ``detail`` names the field and the rule. ``GET {prefix}`` says how many chunks
+HTTP 422 whose ``detail`` names the field and the rule; with nothing ingested, 409 saying so; a
+damaged conversation log, 503 naming the line (the server's log names the file). ``GET {prefix}`` says how many chunks
 are ingested. Ingesting stays on the command line (``memlab docqa ingest``): a route that reads
 server paths is not offered.
 
@@ -15,14 +16,19 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ValidationError
 
 from memlab.docqa import DocumentQA
-from memlab.errors import fields_message
+from memlab.errors import DamagedFileError, fields_message
 from memlab.models.retrieval import Query
+
+log = logging.getLogger(__name__)
+NOTHING_INGESTED = ("no document is ingested: run `memlab docqa ingest PATH --workdir DOCS` "
+                    "with DOCS the folder this server answers from (`memlab serve --docs`)")
 
 
 class AskBody(BaseModel):
@@ -47,6 +53,13 @@ def docqa_router(qa: DocumentQA, *, prefix: str = "/docqa") -> APIRouter:
             query = Query(text=body.text, user_id=body.user_id, session_id=body.session_id)
         except ValidationError as exc:
             raise HTTPException(422, detail=fields_message(exc.errors(), whole="body")) from None
-        return qa.ask(query).model_dump(mode="json")
+        if qa.store.count() == 0:
+            raise HTTPException(409, detail=NOTHING_INGESTED)
+        try:
+            return qa.ask(query).model_dump(mode="json")
+        except DamagedFileError as exc:
+            log.error("%s", exc)  # the path stays in the server's log, out of the reply
+            raise HTTPException(503, detail=f"session {body.session_id!r}: the conversation "
+                                            f"log is damaged ({exc.detail})") from None
 
     return router

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class MemlabError(Exception):
     """Base class of every error memlab raises on purpose."""
@@ -9,6 +11,18 @@ class MemlabError(Exception):
 
 class ConfigError(MemlabError, ValueError):
     """A user-supplied setting or input is invalid; the message names the field and the rule."""
+
+
+class DamagedFileError(ConfigError):
+    """A file memlab wrote is damaged inside, not just torn at its tail by a crash: the message
+    names the file and the line. ``public`` says the same naming only ``public_name`` (default:
+    the file's name), for an HTTP client that must not learn the server's paths.
+    """
+
+    def __init__(self, path: object, detail: str, *, public_name: str | None = None):
+        super().__init__(f"{path}: {detail}")
+        self.path, self.detail = str(path), detail
+        self.public = f"{public_name or os.path.basename(str(path))}: {detail}"
 
 
 class RunLockedError(ConfigError):

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.errors import ConfigError, LLMError, RunLockedError
+from memlab.errors import ConfigError, DamagedFileError, LLMError, RunLockedError
 from memlab.llm.base import Completion, Message
 
 log = logging.getLogger(__name__)
@@ -41,8 +41,8 @@ def read_jsonl(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
     file and the byte offset.
 
     Raises:
-        ConfigError: a bad line is followed by valid records (not a torn tail): the message
-            names the file and the line; nothing is changed.
+        DamagedFileError: a bad line is followed by valid records (not a torn tail): the
+            message names the file and the line; nothing is changed.
     """
     path = Path(path)
     if not path.exists():
@@ -57,6 +57,20 @@ def read_jsonl(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
             fh.flush()
             os.fsync(fh.fileno())
     return records
+
+
+def read_numbered(path: Path, *, repair: bool = False) -> list[tuple[int, dict[str, Any]]]:
+    """Every record of ``path`` with the number of its line (from 1), read as ``read_jsonl``
+    reads it, so a caller checking the records' fields can name the line of a bad one."""
+    records = read_jsonl(path, repair=repair)
+    if not records:
+        return []
+    data = Path(path).read_bytes()
+    numbered, line, seen = [], 1, 0
+    for start, record in zip(_parse_records(path, data)[2], records, strict=True):
+        line, seen = line + data.count(b"\n", seen, start), start
+        numbered.append((line, record))
+    return numbered
 
 
 def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -108,8 +122,8 @@ def _parse_records(path: Path, data: bytes) -> tuple[list[dict[str, Any]], int, 
             bad = bad or (number, start, problem)
             continue
         if bad is not None:
-            raise ConfigError(
-                f"{path}: line {bad[0]} (byte offset {bad[1]}) {bad[2]}, and valid records "
+            raise DamagedFileError(
+                path, f"line {bad[0]} (byte offset {bad[1]}) {bad[2]}, and valid records "
                 f"follow it: this is not a torn tail; fix or remove line {bad[0]}")
         records.append(record)
         starts.append(start)

@@ -10,13 +10,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memlab.models._common import UtcDatetime
+from memlab.models.turns import BenchmarkTurnPayload
 
 __all__ = ["ErrorReply", "Health", "MemoryView", "ObserveReply", "ObserveRequest",
-           "RecalledItem", "SessionCreate", "SessionInfo", "SleepReply", "StoredTurn",
-           "TurnRequest"]
+           "RecalledItem", "SeedTurnRequest", "SessionCreate", "SessionInfo", "SleepReply",
+           "StoredTurn", "TurnRequest"]
 
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
 LATEST = datetime(3000, 1, 1, tzinfo=UTC)
@@ -82,6 +83,16 @@ class TurnRequest(_Body):
     timestamp: Timestamp | None = Field(None, description="when the message was sent (the "
                                         "client's clock, e.g. GoodAI's simulated time)")
     max_tokens: MaxTokens | None = None
+
+
+class SeedTurnRequest(BenchmarkTurnPayload):
+    """``POST /turn``: the seed's BenchmarkTurnPayload, its text held to the server's rule (valid
+    UTF-8), as ``POST /sessions/{id}/turn`` holds it."""
+
+    @field_validator("history", "message")
+    @classmethod
+    def _valid_utf8(cls, value: str) -> str:
+        return _utf8(value)
 
 
 class ObserveRequest(_Body):

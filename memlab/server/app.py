@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -26,7 +27,7 @@ from starlette.exceptions import HTTPException
 import memlab
 from memlab.agent import TurnTrace
 from memlab.config import Settings, get_settings
-from memlab.errors import ConfigError, MemlabError, fields_message
+from memlab.errors import ConfigError, DamagedFileError, MemlabError, fields_message
 from memlab.models.api import (
     SESSION_ID_PATTERN,
     ErrorReply,
@@ -34,15 +35,16 @@ from memlab.models.api import (
     MemoryView,
     ObserveReply,
     ObserveRequest,
+    SeedTurnRequest,
     SessionCreate,
     SessionInfo,
     SleepReply,
     TurnRequest,
 )
-from memlab.models.turns import BenchmarkTurnPayload
 from memlab.server.guard import BodyGuard
 from memlab.server.sessions import SessionManager, Ticket, UnknownSessionError
 
+log = logging.getLogger(__name__)
 POLL_S = 0.05  # how often a waiting route checks its deadline and its client
 WORKERS = 8
 T = TypeVar("T")
@@ -54,7 +56,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         408: "the body did not arrive within MEMLAB_SERVER_READ_TIMEOUT_S",
         413: "body too large", 422: "a field breaks a rule (named in the error)",
         502: "the model call failed (nothing stored)",
-        503: "a store is unavailable, or the server is shutting down",
+        503: "a store is unavailable, a session's files are damaged (the server log names "
+             "them), or the server is shutting down",
         504: "no answer within the deadline (nothing stored)"}.items()}
 
 
@@ -205,7 +208,7 @@ def add_conversation_routes(router: APIRouter, server: Server) -> None:
         return SleepReply(session_id=session_id, cycle_stats=_dump(stats))
 
     @router.post("/turn", response_model=TurnReply, tags=["seed"])
-    async def seed_turn(request: Request, body: BenchmarkTurnPayload) -> Any:
+    async def seed_turn(request: Request, body: SeedTurnRequest) -> Any:
         """The seed's payload on the default session (``history`` is accepted, not used)."""
         session = await server.submit(manager.default)
         return reply(session.info.id, await server.run(
@@ -251,6 +254,11 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ConfigError)
     async def config(_request: Request, exc: ConfigError) -> JSONResponse:
         return error(422, str(exc))
+
+    @app.exception_handler(DamagedFileError)
+    async def damaged(_request: Request, exc: DamagedFileError) -> JSONResponse:
+        log.error("%s", exc)  # the path stays in the server's log, out of the reply
+        return error(503, exc.public)
 
     @app.exception_handler(MemlabError)
     async def unavailable(_request: Request, exc: MemlabError) -> JSONResponse:

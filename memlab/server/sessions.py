@@ -8,7 +8,9 @@ incarnation number, so two sessions never share a key even on a shared Redis or 
 A session not in memory (the server restarted) is rebuilt on first use: ``stores/`` is emptied
 and the journal is replayed through the same Agent calls (a turn's recall, then its store; a
 filler exchange; a sleep; a memory view's recall), with the model calls of conditions that
-compress or extract served by the response cache.
+compress or extract served by the response cache. A torn journal tail (a crash mid-append) is
+cut; a damaged ``session.json`` or journal record raises ``DamagedFileError`` naming the line
+(the client's copy of the message names no server path) before anything is changed.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from memlab.agent import Agent, TurnTrace
-from memlab.bench.runlog import JsonlWriter, read_jsonl, write_json_atomic
-from memlab.errors import ConfigError, MemlabError, fields_message
+from memlab.bench.runlog import JsonlWriter, read_numbered, write_json_atomic
+from memlab.errors import ConfigError, DamagedFileError, MemlabError, fields_message
 from memlab.memory._backends import purge_namespace
 from memlab.memory.base import MEMORIES, Scope
 from memlab.models import utc_now
@@ -237,8 +239,8 @@ class SessionManager:
         """The stored exchanges (newest ``limit``) and what memory recalls for ``query``."""
         with session.lock:
             self._check_open(session)
-            stored = [StoredTurn.model_validate(r) for r in read_jsonl(session.folder / JOURNAL)
-                      if r.get("kind") != "recall"]
+            stored = [StoredTurn.model_validate(r.model_dump())
+                      for r in read_journal(session.folder, session.info.id) if r.kind != "recall"]
             recalled = []
             if query:
                 context = session.agent.memory.recall(query)
@@ -270,14 +272,14 @@ class SessionManager:
         folder = self.root / session_id
         if not re.match(SESSION_ID_PATTERN, session_id) or not (folder / META).is_file():
             raise UnknownSessionError(f"no session {session_id!r} (POST /sessions creates one)")
-        meta = json.loads((folder / META).read_text(encoding="utf-8"))
-        incarnation = int(meta.pop("incarnation", 0)) + 1
+        info, meta = read_meta(folder, session_id)
+        records = read_journal(folder, session_id, repair=True)  # both checked before any change
+        incarnation = meta.get("incarnation", 0) + 1
         write_json_atomic(folder / META, {**meta, "incarnation": incarnation})
         # the previous process's memory is rebuilt from the journal: its server-side copy goes
         purge_namespace(run_namespace(folder / STORES / str(incarnation - 1)))
         shutil.rmtree(folder / STORES, ignore_errors=True)
-        records = read_jsonl(folder / JOURNAL, repair=True)
-        session = self._open(SessionInfo.model_validate(meta), folder, incarnation=incarnation)
+        session = self._open(info, folder, incarnation=incarnation)
         for record in records:
             _replay(session, record)
         return session
@@ -305,14 +307,75 @@ class SessionManager:
             session.agent.memory.close()
 
 
-def _replay(session: Session, record: dict[str, Any]) -> None:
+class JournalRecord(BaseModel):
+    """One line of a session's journal: an acknowledged step, or a memory view's recall."""
+
+    kind: Literal["turn", "observe", "sleep", "recall"]
+    turn_number: int
+    user: str = ""
+    assistant: str = ""
+    timestamp: datetime
+
+
+def read_meta(folder: Path, session_id: str) -> tuple[SessionInfo, dict[str, Any]]:
+    """The session's ``session.json``: what it is, and the file's content as it is (with its
+    ``incarnation``, a count, when the session has been restored before).
+
+    Raises:
+        DamagedFileError: not a JSON object of a session (``public`` names no server path).
+    """
+    path = folder / META
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(meta, dict):
+            raise ValueError(f"not a JSON object (a {type(meta).__name__})")
+        incarnation = meta.get("incarnation", 0)
+        if not isinstance(incarnation, int) or isinstance(incarnation, bool) or incarnation < 0:
+            raise ValueError(f"field 'incarnation': {incarnation!r} is not a count")
+        return SessionInfo.model_validate(meta), meta
+    except ValidationError as exc:
+        problem = fields_message(exc.errors())
+    except (UnicodeDecodeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+        problem = str(exc)
+    raise _damaged(path, session_id, f"{problem}; the session cannot be restored until the file "
+                                     "is repaired or its folder removed")
+
+
+def read_journal(folder: Path, session_id: str, *, repair: bool = False) -> list[JournalRecord]:
+    """The session's journal records (``repair``: a torn tail is cut first).
+
+    Raises:
+        DamagedFileError: a line inside is not JSON, or a record lacks a field or holds a wrong
+            one (``public`` names the session and the line, no server path).
+    """
+    path = folder / JOURNAL
+    try:
+        lines = read_numbered(path, repair=repair)
+    except DamagedFileError as exc:
+        raise _damaged(path, session_id, exc.detail) from None
+    records = []
+    for line, record in lines:
+        try:
+            records.append(JournalRecord.model_validate(record))
+        except ValidationError as exc:
+            raise _damaged(path, session_id, f"line {line}: {fields_message(exc.errors())}; "
+                                             f"fix or remove line {line}") from None
+    return records
+
+
+def _damaged(path: Path, session_id: str, detail: str) -> DamagedFileError:
+    """The error naming ``path`` (for the server's log) and, in ``public``, only the session
+    and the file's name (for the client)."""
+    return DamagedFileError(path, detail, public_name=f"session {session_id!r}: {path.name}")
+
+
+def _replay(session: Session, record: JournalRecord) -> None:
     """Apply one journal record to a freshly opened session (see the module docstring)."""
-    agent, kind = session.agent, record.get("kind")
-    stamp = datetime.fromisoformat(record["timestamp"])
+    agent, kind = session.agent, record.kind
     if kind in ("turn", "recall"):
-        agent.memory.recall(record["user"])
+        agent.memory.recall(record.user)
     if kind in ("turn", "observe"):
-        agent.observe(record["user"], record["assistant"], timestamp=stamp,
+        agent.observe(record.user, record.assistant, timestamp=record.timestamp,
                       session_id=session.info.id)
     elif kind == "sleep":
         agent.sleep()
