@@ -1,8 +1,8 @@
 """The Agent: the one interaction loop every memory condition shares (seed 002 sequence diagram).
 
 recall from memory -> build the system prompt from the memory context (+ persona) -> call the
-LLM with the history the context carries + the user message -> store the exchange -> auto-sleep
-check. The Agent never knows which condition it runs.
+LLM with the history the context carries + the clock and the user message -> store the exchange
+-> auto-sleep check. The Agent never knows which condition it runs.
 """
 
 from __future__ import annotations
@@ -24,6 +24,14 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 MEMORY_HEADER = "What you remember about this user and your past conversations:"
 TIME_MARK_GAP = timedelta(minutes=30)  # history shows a time when it moved this much
+# Where each part of an answer prompt goes (part of the prompt version: a run made with the
+# earlier layout, the clock in the system prompt before the history, is not resumed with this
+# one). The clock changes with every question, so it comes after the history: full_context's
+# long history is then a prefix the model reuses from one answer to the next instead of
+# re-reading it each time. The memory block stays in the system prompt (seed 002's
+# _build_system_prompt(memory_context, persona)): the conditions that have one send only the
+# last few turns as history, which change from one question to the next anyway.
+PROMPT_LAYOUT = "system: instructions, persona, memory | history | user: clock, message"
 
 
 class TurnTrace(BaseModel):
@@ -35,6 +43,8 @@ class TurnTrace(BaseModel):
         prompt_tokens_memory: the memory block of the system prompt.
         prompt_tokens_history: the past exchanges sent as chat turns.
         prompt_tokens_user: the current user message.
+        prompt_tokens_reused: prompt tokens the model did not evaluate again (a prefix it had
+            evaluated for an earlier call); None when the backend does not say.
         llm_latency_s: the answering LLM call.
         memory_latency_s: recall + store (includes the condition's own model calls, e.g. hybrid
             extraction; excludes a sleep cycle, whose statistics are in ``cycle_stats``).
@@ -58,6 +68,7 @@ class TurnTrace(BaseModel):
     prompt_tokens_history: int = 0
     prompt_tokens_user: int = 0
     completion_tokens: int = 0
+    prompt_tokens_reused: int | None = None
     llm_latency_s: float = 0.0
     memory_latency_s: float = 0.0
     recall_latency_s: float = 0.0
@@ -191,16 +202,20 @@ class Agent:
     # ----------------------------------------------------------------- parts
     def build_system_prompt(self, context: MemoryContext,
                             now: datetime | None = None) -> tuple[str, str]:
-        """The system prompt's instruction part (+ persona, + the time ``now``) and its memory
-        block ("" if none; its items carry their times when ``now`` is given)."""
+        """The system prompt's instruction part (+ persona) and its memory block ("" if none;
+        its items carry their times when ``now`` is given). The clock is not here: it goes
+        with the message (``render_clock``), after the history."""
         base = self.system_prompt
         if self.persona:
             base += f"\n\nAbout the user: {self.persona}"
-        if now is not None:
-            base += f"\n\nIt is now {format_time(now)}."
         rendered = context.render(show_time=now is not None)
         memory = f"\n\n{MEMORY_HEADER}\n{rendered}" if rendered else ""
         return base, memory
+
+    @staticmethod
+    def render_clock(now: datetime | None) -> str:
+        """The clock line that starts the last user message ("" without a clock)."""
+        return f"It is now {format_time(now)}.\n\n" if now is not None else ""
 
     def _history(self, context: MemoryContext) -> list[Exchange]:
         if context.metadata.get("uncapped_history") or self.history_turns is None:
@@ -209,6 +224,8 @@ class Agent:
 
     def _build_messages(self, context: MemoryContext, user_text: str, trace: TurnTrace,
                         now: datetime | None = None) -> list[Message]:
+        """The system prompt (instructions, persona, memory block), the history, then the
+        clock and the message (``PROMPT_LAYOUT``)."""
         count = self.llm.count_tokens
         base, memory = self.build_system_prompt(context, now)
         messages = [Message(role="system", content=base + memory)]
@@ -219,8 +236,9 @@ class Agent:
             messages.append(Message(role="user", content=user))
             messages.append(Message(role="assistant", content=exchange.assistant))
             trace.prompt_tokens_history += count(user) + count(exchange.assistant) + 8
-        messages.append(Message(role="user", content=user_text))
-        trace.prompt_tokens_user = count(user_text) + 4
+        asked = self.render_clock(now) + user_text
+        messages.append(Message(role="user", content=asked))
+        trace.prompt_tokens_user = count(asked) + 4
         trace.memory_ids = [item.id for item in context.items] + [
             str(ex.metadata.get("id", f"turn:{ex.turn_number}")) for ex in history]
         trace.memory_kinds = [item.kind for item in context.items] + ["turn"] * len(history)
@@ -232,6 +250,7 @@ class Agent:
         trace.reply = completion.text
         trace.prompt_tokens = completion.prompt_tokens
         trace.completion_tokens = completion.completion_tokens
+        trace.prompt_tokens_reused = completion.prompt_tokens_reused
         trace.llm_latency_s = completion.latency_s
         trace.cached = completion.cached
 

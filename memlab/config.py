@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     local_model: Path | None = Field(None, description="path to any GGUF file (overrides size)")
     n_ctx: int = Field(4096, ge=512, description="local model context window in tokens")
     n_threads: int | None = Field(None, ge=1, description="local model CPU threads")
+    prefix_cache_mb: int = Field(
+        2048, ge=0, description="evaluated prompt prefixes a local model keeps while other "
+        "prompts run on it, in MiB (memlab.llm.prefix; 0: keep only the live one)")
     openai_base_url: str | None = None
     embedder: str = Field("minilm", description="embedder: a key of EMBEDDERS (memlab embedders)")
     redis_url: str | None = None

@@ -125,10 +125,27 @@ def test_a_clock_reaches_the_prompt_and_marks_history_where_it_jumps():
         agent.interact(f"message at +{minutes}", timestamp=t0 + timedelta(minutes=minutes))
     agent.interact("which joke?", timestamp=t0 + timedelta(minutes=180))
     sent = llm.history[-1]
-    assert "It is now Mon 08 Jan 2024 22:00." in sent[0].content
+    assert "It is now" not in sent[0].content  # the system prompt stays the same
+    assert sent[-1].content == "It is now Mon 08 Jan 2024 22:00.\n\nwhich joke?"
     users = [m.content for m in sent[1:-1:2]]
     assert users == ["[Mon 08 Jan 2024 19:00] message at +0", "message at +1",
                      "[Mon 08 Jan 2024 21:00] message at +120"]
+
+
+def test_the_prompt_of_one_question_starts_with_the_whole_prompt_of_the_last():
+    """Only the clock and the message change at the end, so a history that grows keeps the
+    last prompt's history as a prefix the model does not read again (PROMPT_LAYOUT)."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2024, 1, 8, 19, 0, tzinfo=UTC)
+    llm = FakeLLM(["ok"] * 3)
+    agent = Agent(ListMemory(scope(), uncapped=True), llm)
+    agent.interact("first question", timestamp=t0)
+    agent.observe("filler", "noted", timestamp=t0 + timedelta(minutes=5))
+    agent.interact("second question", timestamp=t0 + timedelta(minutes=10))
+    first, second = llm.history
+    assert second[:len(first) - 1] == first[:-1]
+    assert first[-1].content.startswith("It is now Mon 08 Jan 2024 19:00.")
 
 
 def test_failing_llm_is_recorded_not_raised():

@@ -46,6 +46,7 @@ from memlab.bench.failures import (
     release_space,
     reserve_space,
 )
+from memlab.bench.prefill import run_totals
 from memlab.bench.questions import SCRIPTED_ACK, QuestionPlan
 from memlab.bench.runlog import (
     CallJournal,
@@ -394,6 +395,7 @@ class _RunSession:
             llm_calls_recorded=self.journal.recorded, llm_calls_replayed=self.journal.replayed,
             llm_calls_mismatched=self.journal.mismatched, llm_calls_failed=self.journal.failed,
             diverged_turns=self.diverged, **extra)
+        manifest["prompt_tokens"] = run_totals(self.run_dir)  # per model, what it read
         write_json_atomic(self.run_dir / "manifest.json", manifest)
 
     def fail(self, manifest: dict[str, Any], exc: BaseException) -> None:

@@ -30,7 +30,7 @@ def _agent_texts() -> list[str]:
     context = MemoryContext(items=[MemoryItem(id="m1", kind="fact", text="likes tea")],
                             history=[Exchange(user="hi", assistant="hello", turn_number=1,
                                               timestamp=datetime(2024, 1, 1, tzinfo=UTC))])
-    return [agent.DEFAULT_SYSTEM_PROMPT, agent.MEMORY_HEADER, context.render(),
+    return [agent.DEFAULT_SYSTEM_PROMPT, agent.MEMORY_HEADER, agent.PROMPT_LAYOUT, context.render(),
             agent.render_options("Which?", ["tea", "coffee"]), context.history[0].render()]
 
 

@@ -47,6 +47,9 @@ class Completion(BaseModel):
     model: str
     provider: str = ""
     looped: bool = False  # cut by ``stop_on_loop``
+    # prompt tokens the model did not evaluate again (a prefix it had evaluated before);
+    # None: the backend does not say
+    prompt_tokens_reused: int | None = Field(None, ge=0)
 
 
 def as_messages(messages: list[Message] | list[dict[str, str]]) -> list[Message]:

@@ -20,6 +20,7 @@ from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, LLMError, MissingDependencyError
 from memlab.llm.base import Completion, LLMClient, Message, as_messages, ends_in_loop
 from memlab.llm.grammars import grammar_for, grammar_version
+from memlab.llm.prefix import PrefixStates, common_prefix
 from memlab.llm.weights import ensure_model_file, packaged_model
 
 # Used when a user's GGUF carries no chat template.
@@ -41,6 +42,14 @@ class LoadedModel:
     formatter: Any  # the model's chat template, ready to render
     eos_text: str
     load_s: float
+    prefixes: PrefixStates | None = None  # parked prompt prefixes (None: only the live one)
+
+    def prepare(self, tokens: list[int]) -> int:
+        """Set up the live state for ``tokens`` (call under ``lock``); the tokens reused."""
+        if self.prefixes is not None:
+            return self.prefixes.prepare(self.llama, tokens)
+        live = common_prefix(self.llama.input_ids[: self.llama.n_tokens], tokens)
+        return max(0, min(live, len(tokens) - 1))
 
 
 _LOADED: dict[tuple[int, str, int, bool], LoadedModel] = {}  # keyed by pid: never across fork
@@ -69,7 +78,7 @@ def _import_llama_cpp():
 
 
 def load_model(path: Path, n_ctx: int, *, n_threads: int | None = None,
-               flash_attn: bool = False, seed: int = 0) -> LoadedModel:
+               flash_attn: bool = False, seed: int = 0, prefix_cache_mb: int = 0) -> LoadedModel:
     """The process-wide Llama for ``(path, n_ctx, flash_attn)``, loading it on first use."""
     key = (os.getpid(), str(path), n_ctx, flash_attn)
     with _LOADED_LOCK:
@@ -85,6 +94,8 @@ def load_model(path: Path, n_ctx: int, *, n_threads: int | None = None,
         except (ValueError, RuntimeError) as exc:
             raise LLMError(f"llama.cpp could not load {path}: {exc}") from exc
         model = _describe(llama, time.perf_counter() - start)
+        if prefix_cache_mb > 0:
+            model.prefixes = PrefixStates(prefix_cache_mb * 2**20)
         _LOADED[key] = model
         return model
 
@@ -150,7 +161,7 @@ class LocalLLM(LLMClient):
         # of several workers sets MEMLAB_N_THREADS to share the cores instead
         threads = n_threads or settings.n_threads or os.cpu_count() or 1
         self._loaded = load_model(path, self.context_window, flash_attn=flash_attn, seed=seed,
-                                  n_threads=threads)
+                                  n_threads=threads, prefix_cache_mb=settings.prefix_cache_mb)
 
     @property
     def llama(self) -> Any:
@@ -197,6 +208,7 @@ class LocalLLM(LLMClient):
         loop = LoopStop(len(tokens)) if params.get("stop_on_loop") else None
         criteria = _import_llama_cpp().StoppingCriteriaList([loop]) if loop else None
         with self._loaded.lock:
+            reused = self._loaded.prepare(tokens)
             try:
                 out = self.llama.create_completion(
                     prompt=tokens, max_tokens=max_tokens, temperature=params["temperature"],
@@ -207,7 +219,7 @@ class LocalLLM(LLMClient):
         return Completion(text=out["choices"][0]["text"], prompt_tokens=usage["prompt_tokens"],
                           completion_tokens=usage["completion_tokens"], latency_s=0.0,
                           model=self.model, provider=self.provider,
-                          looped=bool(loop and loop.fired))
+                          looped=bool(loop and loop.fired), prompt_tokens_reused=reused)
 
     def _score_options(self, messages: list[Message], options: list[str]) -> list[float]:
         """Mean log-probability per token of each option (plus end-of-turn) as the reply."""
@@ -220,6 +232,7 @@ class LocalLLM(LLMClient):
             raise LLMError(f"prompt of {len(prompt)} tokens + the longest option exceeds the "
                            f"context window of {self.context_window} tokens ({self.model})")
         with self._loaded.lock:
+            self._loaded.prepare(prompt)
             try:
                 first = self._eval_prompt(prompt)
                 return [self._option_logprob(len(prompt), first, c) for c in continuations]

@@ -208,15 +208,26 @@ def overview(scores: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     return order_conditions(out).sort_values(GROUP).reset_index(drop=True)
 
 
+def evaluated_tokens(turns: pd.DataFrame) -> pd.Series:
+    """Per turn, the prompt tokens the model evaluated (``prompt_tokens`` less the prefix it
+    reused); NaN where the run did not record the reuse."""
+    if "prompt_tokens_reused" not in turns:
+        return pd.Series(float("nan"), index=turns.index)
+    reused = pd.to_numeric(turns["prompt_tokens_reused"], errors="coerce")
+    return turns["prompt_tokens"].astype(float) - reused
+
+
 def answer_costs(turns: pd.DataFrame) -> pd.DataFrame:
     """Per suite, span and condition, over the answered turns of the main phase: mean
     ``prompt_tokens`` and ``memory_tokens`` (what the memory put in: its block and the past
-    exchanges sent as chat turns) per answer, ``answers``, the median and 95th percentile of
-    the time per answer (``latency_p50_s``, ``latency_p95_s``: recall + store + the model's
-    answer); and ``model_calls``: every model call of the cell's runs, evidence-only ones
-    included (answers and the memory's own calls, from the manifests; a cached call counts)."""
-    columns = GROUP + ["prompt_tokens", "memory_tokens", "answers", "latency_p50_s",
-                       "latency_p95_s", "model_calls"]
+    exchanges sent as chat turns) per answer, ``evaluated_tokens`` (the prompt tokens the model
+    read, not reused from an earlier call's prefix; NaN for runs that did not record it),
+    ``answers``, the median and 95th percentile of the time per answer (``latency_p50_s``,
+    ``latency_p95_s``: recall + store + the model's answer); and ``model_calls``: every model
+    call of the cell's runs, evidence-only ones included (answers and the memory's own calls,
+    from the manifests; a cached call counts)."""
+    columns = GROUP + ["prompt_tokens", "evaluated_tokens", "memory_tokens", "answers",
+                       "latency_p50_s", "latency_p95_s", "model_calls"]
     runs = turns[phase_rows(turns, "main")].drop_duplicates("run_id") if len(turns) else turns
     if runs.empty:
         return pd.DataFrame(columns=columns)
@@ -227,9 +238,11 @@ def answer_costs(turns: pd.DataFrame) -> pd.DataFrame:
                        + rows["memory_latency_s"].astype(float),
                        memory_tokens=rows["prompt_tokens_memory"].astype(float)
                        + rows["prompt_tokens_history"].astype(float),
+                       evaluated_tokens=evaluated_tokens(rows),
                        condition=rows["condition"].astype(str))
     out = rows.groupby(GROUP).agg(
-        prompt_tokens=("prompt_tokens", "mean"), memory_tokens=("memory_tokens", "mean"),
+        prompt_tokens=("prompt_tokens", "mean"), evaluated_tokens=("evaluated_tokens", "mean"),
+        memory_tokens=("memory_tokens", "mean"),
         answers=("latency_s", "size"), latency_p50_s=("latency_s", "median"),
         latency_p95_s=("latency_s", lambda v: v.quantile(0.95)))
     out = out.join(calls, how="outer").reset_index()

@@ -56,10 +56,13 @@ def overview_shown(frame: pd.DataFrame) -> pd.DataFrame:
     """``summary.overview`` as the paper shows it."""
     out = shown(frame, "accuracy", "accuracy (%)", "95% CI", "n")
     out = shown(out, "recall", "evidence recall (%)", "recall 95% CI", "questions")
-    for column, digits in (("prompt_tokens", 0), ("memory_tokens", 0), ("latency_p50_s", 2),
+    for column, digits in (("prompt_tokens", 0), ("evaluated_tokens", 0), ("memory_tokens", 0),
+                           ("latency_p50_s", 2),
                            ("latency_p95_s", 2), ("model_calls", 0)):
         out[column] = fixed(out[column], digits)
-    return out.rename(columns={"prompt_tokens": "prompt tokens", "memory_tokens": "memory tokens",
+    return out.rename(columns={"prompt_tokens": "prompt tokens",
+                               "evaluated_tokens": "tokens evaluated",
+                               "memory_tokens": "memory tokens",
                                "latency_p50_s": "latency p50 (s)",
                                "latency_p95_s": "latency p95 (s)",
                                "model_calls": "model calls"})
@@ -67,8 +70,9 @@ def overview_shown(frame: pd.DataFrame) -> pd.DataFrame:
 
 def overview(results_dir: str | Path) -> pd.DataFrame:
     """Per suite, span and condition: ``accuracy (%)``, its ``95% CI`` and ``n`` answered
-    tests; ``evidence recall (%)``, ``recall 95% CI`` and ``questions``; prompt and memory
-    tokens per answer, ``answers``, latency p50/p95 (s) and model calls."""
+    tests; ``evidence recall (%)``, ``recall 95% CI`` and ``questions``; prompt tokens, tokens
+    evaluated (not reused from a prefix) and memory tokens per answer, ``answers``, latency
+    p50/p95 (s) and model calls."""
     return overview_shown(summary.overview(*_frames(results_dir)))
 
 

@@ -1,0 +1,67 @@
+"""Prompt prefixes kept across families of prompts on one real local model (memlab.llm.prefix)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from services import require_or_skip
+
+from memlab.config import Settings
+from memlab.errors import MissingDependencyError
+from memlab.llm.prefix import common_prefix
+
+pytestmark = pytest.mark.integration
+
+EXTRACT = "You extract facts from a conversation. " + " ".join(
+    f"Rule {i}: keep fact {i} short, precise and in the user's own words." for i in range(25))
+COMPRESS = "You compress episodes into one memory. " + " ".join(
+    f"Guideline {i}: merge episode {i} with the others that tell the same story." for i in range(25))
+
+
+def _local(prefix_cache_mb: int, n_ctx: int):
+    from memlab.llm.local import LocalLLM
+
+    try:  # a window no other test loads, so this model (and its live state) is its own
+        return LocalLLM("135m", n_ctx=n_ctx,
+                        settings=Settings(prefix_cache_mb=prefix_cache_mb, llm_cache=False))
+    except MissingDependencyError as exc:
+        require_or_skip(str(exc))
+
+
+def _families(llm) -> list[tuple[str, int, int]]:
+    """Extraction and compression calls in turn: (reply, prompt tokens, reused tokens)."""
+    out = []
+    for i in range(3):
+        for system, user in ((EXTRACT, f"User: I like tea number {i}.\nAI: Noted."),
+                             (COMPRESS, f"Episode {i}: the user went to Paris by train.")):
+            reply = llm.complete([{"role": "system", "content": system},
+                                  {"role": "user", "content": user}], max_tokens=12)
+            out.append((reply.text, reply.prompt_tokens, reply.prompt_tokens_reused))
+    return out
+
+
+def test_each_family_reads_its_instructions_once_and_answers_as_without_parking():
+    parking, live_only = _local(512, 2561), _local(0, 2562)
+    kept, plain = _families(parking), _families(live_only)
+    assert [text for text, _, _ in kept] == [text for text, _, _ in plain]
+    # the first call of each family reads it all; later ones reuse its instructions and
+    # evaluate only their own short message (under 40 tokens with the chat template)
+    assert kept[0][2] == 0 and kept[1][2] < 8
+    for _, tokens, reused in kept[2:]:
+        assert tokens > 300 and reused >= tokens - 40
+    # without parking, a switch of family re-reads the instructions every time
+    assert all(reused < 8 for _, _, reused in plain[1:])
+    assert parking._loaded.prefixes.restored == 4
+
+
+def test_parked_states_stay_within_their_capacity():
+    llm = _local(1, 2563)  # 1 MiB holds no state of a 500-token prompt of this model
+    _families(llm)
+    prefixes = llm._loaded.prefixes
+    assert prefixes.size_bytes <= 2**20 and prefixes.restored == 0
+
+
+def test_common_prefix_counts_shared_leading_tokens():
+    assert common_prefix([1, 2, 3], [1, 2, 4, 5]) == 2
+    assert common_prefix(np.array([1, 2]), [1, 2, 3]) == 2
+    assert common_prefix([], [1]) == 0 and common_prefix([7], [8]) == 0
