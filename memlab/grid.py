@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from tqdm.auto import tqdm
 
+from memlab.bench.runfolders import check_outside_runs
 from memlab.bench.runner import is_complete
 from memlab.bench.spec import RunSpec
 from memlab.config import get_settings
@@ -242,6 +243,7 @@ def run_grid(cells: list[RunSpec], results_dir: str | Path, *, notebook: str | P
     """
     from functools import partial
 
+    check_outside_runs(results_dir)  # every cell would be refused: say so once, first
     results = writable_folder(results_dir, "results folder").resolve()
     notebook = Path(notebook or notebook_path("condition")).resolve()
     if not notebook.is_file():

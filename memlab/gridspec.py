@@ -18,11 +18,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from memlab.bench.base import SUITES
 from memlab.bench.questions import answered_tests, is_answered
-from memlab.bench.spec import RunSpec
+from memlab.bench.spec import REGISTRIES, RunSpec
 from memlab.errors import ConfigError, fields_message
 from memlab.memory.base import CONDITIONS, MEMORIES, PEERS
 from memlab.stats import min_detectable_difference
@@ -77,6 +84,14 @@ class GridSpec(BaseModel):
     @classmethod
     def _known_suites(cls, value: list[str]) -> list[str]:
         return [SUITES.check(v) for v in value]
+
+    @field_validator("llm", "memory_llm", "embedder")
+    @classmethod
+    def _known_models(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # checked here, not only in cells(): --llm on the command line replaces the spec's
+        # value there, and a wrong file must not pass unnoticed
+        registry = REGISTRIES["embedder" if info.field_name == "embedder" else "llm"]
+        return None if value is None else registry.check(value)
 
     def cells(self, **overrides: Any) -> list[RunSpec]:
         """Every cell of the grid, validated before anything runs.

@@ -18,6 +18,9 @@ from typing import Any, TextIO
 from memlab.errors import ConfigError
 
 NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+# the empty file that marks a folder memlab made (and so may delete things in)
+OWNED_MARK = ".memlab-owned"
+_PROBE_PREFIX = ".memlab-write-check-"
 
 
 @contextmanager
@@ -106,7 +109,7 @@ def writable_folder(path: str | Path, what: str) -> Path:
         raise ConfigError(f"{what} {str(path)!r}: cannot be created ({exc.strerror}); choose "
                           "a folder you can write to") from None
     try:
-        fd, probe = tempfile.mkstemp(dir=path, prefix=".memlab-write-check-")
+        fd, probe = tempfile.mkstemp(dir=path, prefix=_PROBE_PREFIX)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
@@ -114,4 +117,23 @@ def writable_folder(path: str | Path, what: str) -> Path:
             raise
         raise ConfigError(f"{what} {str(path)!r}: not writable ({exc.strerror}); choose a "
                           "folder you can write to or fix its permissions") from None
+    return path
+
+
+def claim_folder(path: str | Path, what: str, *, marks: tuple[str, ...] = (OWNED_MARK,)) -> Path:
+    """``path`` as a folder a command may delete things in: memlab deletes only what it created.
+
+    A missing or empty folder is created and marked with an empty ``marks[0]`` file; a folder
+    holding any of ``marks`` was made by memlab and is taken as it is.
+
+    Raises:
+        ConfigError: ``path`` holds other files and none of ``marks`` (memlab did not make it),
+            or cannot be written (as ``writable_folder``); the message names ``what`` and path.
+    """
+    path = writable_folder(path, what)
+    if not any((path / mark).exists() for mark in marks):
+        if any(not p.name.startswith(_PROBE_PREFIX) for p in path.iterdir()):
+            raise ConfigError(f"{what} {str(path)!r}: holds files memlab did not create, and "
+                              "memlab deletes only what it created; give a new or empty folder")
+        (path / marks[0]).touch()
     return path

@@ -48,6 +48,7 @@ from memlab.bench.failures import (
 )
 from memlab.bench.prefill import run_totals
 from memlab.bench.questions import SCRIPTED_ACK, QuestionPlan
+from memlab.bench.runfolders import claim_run_folder
 from memlab.bench.runlog import (
     CallJournal,
     JsonlWriter,
@@ -63,7 +64,7 @@ from memlab.memory._backends import purge_namespace
 from memlab.memory.base import MEMORIES, MemoryContext, Scope
 from memlab.models import seed_ids
 from memlab.stores.base import run_namespace
-from memlab.userfiles import read_text, writable_folder
+from memlab.userfiles import read_text
 
 log = logging.getLogger(__name__)
 
@@ -197,16 +198,21 @@ def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
         The run folder (``manifest.json``, ``turns.jsonl``, ``calls.jsonl``, ``scores.jsonl``).
 
     Raises:
-        ConfigError: the folder holds a run of another spec, model or embedder.
+        ConfigError: the folder holds a run of another spec, model or embedder, or files that
+            are not a run's, or lies inside another run's folder (``runfolders``).
     """
     settings = get_settings()
     run_dir = spec.run_dir(results_dir or settings.results_dir)
+    if not any(event.kind == "question" for event in suite.events()):
+        raise ConfigError(f"run {spec.run_id}: suite {suite.name!r} asks no question with these "
+                          "options, so the run would measure nothing; choose options that "
+                          "select questions")
     memory_llm = memory_llm or llm
     identity = run_identity(spec, suite, llm, embedder, memory_llm)
     check_same_run(run_dir, identity)
     if is_complete(run_dir):
         return run_dir
-    writable_folder(run_dir, "run folder")
+    claim_run_folder(run_dir)  # outside other runs; never a folder of the user's files
     with run_lock(run_dir):  # one writer; RunLockedError names the other
         check_same_run(run_dir, identity)  # it may have finished while we waited to look
         if not is_complete(run_dir):

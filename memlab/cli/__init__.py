@@ -5,7 +5,9 @@ that adds its parsers and returns ``{command name: handler}``; a new command is 
 one line in ``COMMAND_MODULES``. Every sub-command has its own ``--help`` with an example. A
 user error (unknown condition, a folder that does not exist, a missing optional package) prints
 one line and exits with status 2; an environment failure exits with status 1. Ctrl-C (or SIGTERM
-during a grid) stops the command with status 130; a stopped grid keeps its complete cells.
+during a grid) stops the command with status 130; a stopped grid keeps its complete cells. A
+reader that closes the pipe early (``memlab conditions | head -1``) ends the command quietly,
+status 141 as if by SIGPIPE.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
+import select
+import signal
 import sys
 from collections.abc import Callable
 
@@ -35,7 +40,8 @@ Start here:
 """
 EPILOG = "Each command has its own help: memlab <command> --help"
 # Modules of memlab.cli that add commands, in the order --help lists them.
-COMMAND_MODULES = ("runs", "serving", "seeds", "goodai", "listings", "suites_info")
+COMMAND_MODULES = ("runs", "serving", "seeds", "goodai", "listings", "suites_info",
+                   "namespaces")
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -54,6 +60,28 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memlab`` command; returns the exit status."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        if not stdout_gone():
+            raise
+        # the reader left (`memlab conditions | head -1`): stop quietly, as Unix tools do, and
+        # let nothing write to the closed pipe again (Python flushes stdout at exit)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
+def stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no real file behind sys.stdout
+        return False
+
+
+def _main(argv: list[str] | None) -> int:
     parser, handlers = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -65,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"memlab {args.command}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # the machine, not the command: a full disk, a device gone
+        if isinstance(exc, BrokenPipeError) and stdout_gone():
+            raise  # not a failure: main() ends quietly
         print(f"memlab {args.command}: failed: {os_error_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:  # grid.GridInterrupted says what is kept

@@ -40,7 +40,9 @@ def register(commands) -> dict:
                           "scores without an LLM)")
     run.add_argument("--run-name", default=None, help="GoodAI run name (default memlab-<cond>)")
     run.add_argument("--home", default=None,
-                     help="installed checkout and venv (default: <MEMLAB_CACHE_DIR>/goodai)")
+                     help="installed checkout and venv (default: <MEMLAB_CACHE_DIR>/goodai); "
+                          "a new or empty folder, or one memlab made: memlab deletes only what "
+                          "it created")
     run.add_argument("--server", default=None,
                      help="URL of a running memlab serve (default: start one for this run)")
     run.add_argument("--workdir", default=None,
@@ -62,8 +64,9 @@ def cmd_goodai_run(args: argparse.Namespace) -> int:
 
     run_name = args.run_name or f"memlab-{args.condition}"
     home = Path(args.home) if args.home else get_settings().cache_dir / "goodai"
-    checkout = goodai.install(args.goodai_src, home)
     types = tuple(split(args.types) or goodai.RULE_ONLY_TYPES)
+    goodai.read_definitions(args.definitions, run_name=run_name, types=types)  # before install
+    checkout = goodai.install(args.goodai_src, home)
     config = goodai.prepare_run(checkout, args.definitions, run_name=run_name, types=types)
     session = {"condition": args.condition,
                **({"max_tokens": args.max_tokens} if args.max_tokens else {})}

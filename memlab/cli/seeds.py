@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from memlab.cli.common import RAW, OneLineParser, add_model_options, positive_int
 from memlab.errors import ConfigError, MemlabError, fields_message
+from memlab.userfiles import writable_folder
 
 DOCQA_HELP = """\
 Document question answering (seed 001). `ingest` splits .txt/.md files into chunks (pages from
@@ -121,6 +122,7 @@ def cmd_docqa(args: argparse.Namespace) -> int:
     from memlab import lab
     from memlab.models.retrieval import Query
 
+    writable_folder(args.workdir, "--workdir")  # a file there is the user's mistake: exit 2
     embedder = lab.make_embedder(args.embedder)
     if args.docqa_command == "ingest":
         qa = lab.make_docqa(args.workdir, embedder=embedder, collection=args.collection)
@@ -163,6 +165,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
     from memlab.decision.outputs import final_ranking_filename, read_user_input
 
     user = read_user_input(args.input)  # bad input: exit 2 before any model loads
+    writable_folder(args.out, "--out")
     full = args.stream or user.settings.enable_streaming
     llm = lab.make_llm(args.llm, args.llm_model)
     print(f"debate: {len(user.candidate_majors)} majors, {user.settings.max_criteria} criteria, "
@@ -217,6 +220,7 @@ def cmd_taskforce(args: argparse.Namespace) -> int:
 
     if args.taskforce_command == "run":
         _check_mission(args.mission)
+    writable_folder(args.workdir, "--workdir")
     llm = lab.make_llm(args.llm, args.llm_model)
     embedder = lab.make_embedder(args.embedder)
     docs = lab.make_docqa(args.docs, embedder=embedder) if Path(args.docs).is_dir() else None

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from memlab.bench.filler import filler_pair
 from memlab.bench.goodai import TYPE_DIRS
 from memlab.errors import ConfigError, MemlabError
+from memlab.userfiles import OWNED_MARK, claim_folder
 
 HERE = Path(__file__).resolve().parent
 REQUIREMENTS = HERE / "goodai_requirements.txt"
@@ -38,6 +39,7 @@ LAUNCHER = HERE / "goodai_launch.py"
 RULE_ONLY_TYPES = ("colours", "shopping", "name_list", "sallyanne", "prospective_memory",
                    "spy_meeting")
 TRIVIA_ITEMS = 3000
+INSTALLED_MARK = ".memlab-installed"  # the install key of a finished install
 
 
 class GoodAICheckout(BaseModel):
@@ -74,19 +76,26 @@ def install(source: str | Path, dest: str | Path, *, python: str = sys.executabl
     """Copy GoodAI's ``source`` into ``dest/src`` and install its venv (skipped when ``dest``
     already holds this source with these pins).
 
+    ``dest`` must be new, empty or made by memlab (``userfiles.claim_folder``); a reinstall
+    replaces only the ``src`` and ``venv`` it made there.
+
     Raises:
-        ConfigError: ``source`` is not a GoodAI checkout.
+        ConfigError: ``source`` is not a GoodAI checkout, or ``dest`` holds files memlab did
+            not create.
         MemlabError: pip failed (its last lines are in the message).
     """
     source, checkout = Path(source), GoodAICheckout(root=Path(dest))
     if not (source / "runner" / "run_benchmark.py").is_file():
         raise ConfigError(f"{source}: not a GoodAI LTM Benchmark checkout (no "
                           "runner/run_benchmark.py)")
-    marker = checkout.root / ".memlab-installed"
+    marker = checkout.root / INSTALLED_MARK
     key = install_key(source)
     if marker.exists() and marker.read_text().strip() == key and checkout.python.exists():
         return checkout
-    shutil.rmtree(checkout.root, ignore_errors=True)
+    claim_folder(checkout.root, "GoodAI home (--home)", marks=(OWNED_MARK, INSTALLED_MARK))
+    marker.unlink(missing_ok=True)
+    for made in (checkout.src, checkout.root / "venv"):
+        shutil.rmtree(made, ignore_errors=True)
     shutil.copytree(source, checkout.src)
     for path in [checkout.src, *checkout.src.rglob("*")]:  # the snapshot is read-only
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
@@ -118,28 +127,50 @@ def prepare_run(checkout: GoodAICheckout, definitions: str | Path, *, run_name: 
     from a published definitions folder; the configuration file's path.
 
     Raises:
-        ConfigError: the folder has no ``config.yml`` or no definitions of a type.
+        ConfigError: as ``read_definitions``.
     """
     definitions = Path(definitions)
-    config_path = definitions / "config.yml"
-    if not config_path.is_file():
-        raise ConfigError(f"{definitions}: no config.yml (a GoodAI definitions folder has one)")
-    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-    config["config"]["run_name"] = run_name
-    config["datasets"]["datasets"] = [d for d in config["datasets"]["datasets"]
-                                      if d["name"] in types]
+    config = read_definitions(definitions, run_name=run_name, types=types)
     target = checkout.src / "data" / "tests" / run_name / "definitions"
-    shutil.rmtree(target.parent, ignore_errors=True)
+    shutil.rmtree(target.parent, ignore_errors=True)  # inside the checkout install() made
     for name in types:
-        folder = definitions / TYPE_DIRS[name]
-        if not any(folder.glob("*.def.json")):
-            raise ConfigError(f"{folder}: no test definitions of type {name}")
-        shutil.copytree(folder, target / TYPE_DIRS[name])
+        shutil.copytree(definitions / TYPE_DIRS[name], target / TYPE_DIRS[name])
     (target / "config.yml").write_text(yaml.safe_dump(config))
     out = checkout.src / "configurations" / "memlab" / f"{run_name.replace(' ', '_')}.yml"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(yaml.safe_dump(config))
     return out
+
+
+def read_definitions(definitions: str | Path, *, run_name: str,
+                     types: tuple[str, ...] = RULE_ONLY_TYPES) -> dict:
+    """GoodAI's configuration for ``run_name`` and ``types`` from a published definitions
+    folder, checked before anything is installed or written.
+
+    Raises:
+        ConfigError: ``run_name`` is not a plain folder name, a type is unknown, or the folder
+            has no ``config.yml`` or no definitions of a type.
+    """
+    if run_name in ("", ".", "..") or Path(run_name).name != run_name:
+        raise ConfigError(f"--run-name {run_name!r}: must be a plain name (GoodAI's folder of "
+                          "the run), without '/' and not '.' or '..'")
+    unknown = [name for name in types if name not in TYPE_DIRS]
+    if unknown:
+        raise ConfigError(f"--types: unknown GoodAI type(s) {', '.join(unknown)}; known: "
+                          f"{', '.join(TYPE_DIRS)}")
+    definitions = Path(definitions)
+    config_path = definitions / "config.yml"
+    if not config_path.is_file():
+        raise ConfigError(f"{definitions}: no config.yml (a GoodAI definitions folder has one)")
+    for name in types:
+        folder = definitions / TYPE_DIRS[name]
+        if not any(folder.glob("*.def.json")):
+            raise ConfigError(f"{folder}: no test definitions of type {name}")
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    config["config"]["run_name"] = run_name
+    config["datasets"]["datasets"] = [d for d in config["datasets"]["datasets"]
+                                      if d["name"] in types]
+    return config
 
 
 def runner_command(checkout: GoodAICheckout, config: Path, server_url: str, *,

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.bench.metrics import answered_value
+from memlab.bench.runfolders import outermost
 from memlab.bench.runlog import read_jsonl
 from memlab.bench.runner import read_manifest
 from memlab.bench.scoring import check_scores
@@ -41,11 +42,12 @@ def span_of(manifest: dict[str, Any]) -> int | None:
 
 
 def run_dirs(results_dir: str | Path) -> list[Path]:
-    """Every folder under ``results_dir`` that holds a ``manifest.json``, sorted."""
+    """Every folder under ``results_dir`` that holds a ``manifest.json``, sorted; a run inside
+    another run's folder is left out (the outer run is reported, once)."""
     root = Path(results_dir)
     if not root.is_dir():
         raise ConfigError(f"results_dir {str(root)!r}: no such folder")
-    return sorted(p.parent for p in root.rglob("manifest.json"))
+    return outermost(p.parent for p in root.rglob("manifest.json"))
 
 
 def run_row(manifest: dict[str, Any], path: Path) -> dict[str, Any]:

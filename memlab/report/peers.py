@@ -37,6 +37,7 @@ from memlab.bench.runner import cycle_seconds
 from memlab.bench.tables import probes_run
 from memlab.llm.weights import PACKAGED_MODELS
 from memlab.memory.base import PEERS
+from memlab.report.data import run_dirs as runs_under
 from memlab.stats import holm, mcnemar, paired_bootstrap, proportion, score_ci
 
 BASELINES = ("rag", "hybrid", "sleep")
@@ -47,11 +48,13 @@ def run_folders(results_dir: str | Path) -> list[Path]:
     """Folders under ``results_dir`` (any depth) holding a complete run (not a Table 2 run: it
     answers the same questions as its cell's sleep run and feeds Table 2 only)."""
     found = []
-    for manifest in sorted(Path(results_dir).rglob("manifest.json")):
-        data = json.loads(manifest.read_text())
-        if (data.get("status") == "complete" and not probes_run(data)
-                and (manifest.parent / "scores.jsonl").exists()):
-            found.append(manifest.parent)
+    if not Path(results_dir).is_dir():
+        return found
+    for folder in runs_under(results_dir):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        if (manifest.get("status") == "complete" and not probes_run(manifest)
+                and (folder / "scores.jsonl").exists()):
+            found.append(folder)
     return found
 
 

@@ -16,6 +16,8 @@ from memlab.models.operating import PersonalMemoryState, SharedWorkspaceState
 from memlab.models.turns import ConversationHistoryLog
 from memlab.stores.base import KV_STORES, KeyValueStore
 
+REDIS_PREFIX = "memlab:"  # a run's keys on Redis: memlab:<run namespace>:<key>
+
 ArchiveHook = Callable[[SharedWorkspaceState], None]
 WorkspaceFn = Callable[[SharedWorkspaceState], SharedWorkspaceState | None]
 
@@ -50,7 +52,7 @@ class OperatingMemory:
         """
         if not redis_url:
             return cls(KV_STORES.create("memory"), **kwargs)
-        prefix = f"memlab:{namespace}:" if namespace else ""
+        prefix = f"{REDIS_PREFIX}{namespace}:" if namespace else ""
         return cls(KV_STORES.create("redis", url=redis_url, namespace=prefix), **kwargs)
 
     @classmethod
