@@ -76,10 +76,18 @@ def fake_goodai(root: Path) -> tuple[Path, Path]:
     (src / "SNAPSHOT.md").write_text("snapshot 1\n")
     definitions = root / "definitions"
     (definitions / "Colours").mkdir(parents=True)
-    (definitions / "Colours" / "0.def.json").write_text("{}")
+    (definitions / "Colours" / "0.def.json").write_text(json.dumps(COLOURS_TEST))
     (definitions / "config.yml").write_text(
-        "config: {run_name: x}\ndatasets: {args: {}, datasets: [{name: colours}]}\n")
+        "config: {run_name: x}\ndatasets:\n  args: {dataset_examples: 1, memory_span: 1000}\n"
+        "  datasets: [{name: colours, args: {colour_changes: 1}}]\n")
     return src, definitions
+
+
+COLOURS_TEST = {  # GoodAI's format (a published 1k definition, shortened)
+    "script": ["My favourite colour is Red.", "What is my favourite colour?"],
+    "is_question": [False, True], "waits": [{"percentage_finished": 50.0}, {}],
+    "expected_responses": ["Red"], "can_be_interleaved": True, "is_temporal": False,
+    "uses_callback": False}
 
 
 def fake_python(root: Path) -> str:
