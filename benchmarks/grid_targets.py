@@ -22,7 +22,7 @@ from memlab.bench.base import SUITES, Suite, SuiteEvent
 from memlab.bench.questions import SCRIPTED_ACK, QuestionPlan
 from memlab.bench.schedule import estimate_tokens
 from memlab.bench.spec import RunSpec
-from memlab.lab import window_for_conversation
+from memlab.lab import answering_window
 from memlab.llm.fake import FakeLLM
 from memlab.memory.base import Exchange, Scope
 from memlab.memory.full_context import FullContextMemory
@@ -91,9 +91,7 @@ def size_target(cell: RunSpec, suite: Suite, *, prompt_tokens: float, completion
     prompts = [(round(prompt_tokens), 0)] * len(events)
     if whole_history(cell.condition):
         counter = TokenCounter(history_scale, cell.window)
-        if cell.n_ctx is None and suite.whole_history:  # as lab.run sizes the window
-            target.window = counter.context_window = max(
-                cell.window, window_for_conversation(suite, counter))
+        target.window = counter.context_window = answering_window(cell, suite, counter)
         prompts = [(history + round(prompt_overhead), cut) for history, cut in
                    history_at_answers(events, sent, stored, replies, counter)]
     _add_answers(target, events, sent, stored, prompts, replies)

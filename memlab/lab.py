@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.bench.base import SUITES, Suite
-from memlab.bench.spec import RunSpec, window_for_span
+from memlab.bench.spec import MAX_WINDOW, RunSpec, window_for_span
 from memlab.config import get_settings
 from memlab.memory.base import MEMORIES, Scope
 from memlab.report.views import (  # noqa: F401 - re-exported for notebooks
@@ -107,14 +107,43 @@ def run(spec: RunSpec, results_dir: str | Path | None = None, *, llm: Any = None
     if built:
         llm, memory_llm = make_models(spec)
     suite = build_suite(spec, llm)
-    if (built and spec.n_ctx is None and suite.whole_history
-            and MEMORIES.resolve(spec.condition).sized_to_answering_model):
-        needed = window_for_conversation(suite, llm)
+    if built:
+        needed = answering_window(spec, suite, llm)
         if needed > llm.context_window:  # the conversation came out longer than its span
             llm, memory_llm = make_models(spec, window=needed)
     embedder = embedder or make_embedder(spec.embedder)
     return run_spec(spec, suite=suite, llm=llm, memory_llm=memory_llm,
                     embedder=embedder, results_dir=results_dir, progress=progress)
+
+
+def answering_window(spec: RunSpec, suite: Suite, llm: Any) -> int:
+    """The answering model's window for ``spec`` on ``suite``: ``spec.window``, or for a
+    condition whose history must fit it (full_context) without a window of its own, what
+    holds its history: the whole stored conversation where any turn may be asked about
+    (``Suite.whole_history``), else the span after a block cut."""
+    if spec.n_ctx is not None or not MEMORIES.resolve(spec.condition).sized_to_answering_model:
+        return spec.window
+    needed = (window_for_conversation(suite, llm) if suite.whole_history
+              else window_for_cut_history(spec.span))
+    return max(spec.window, needed)
+
+
+def window_for_cut_history(span: int) -> int:
+    """full_context's window on a suite whose evidence lies within ``span`` tokens (LTM).
+
+    full_context cuts its history in blocks (``FullContextConfig.cut_block``) so the prompt's
+    prefix survives many answers; after a cut it holds ``1 - cut_block`` of its budget, which
+    must still hold the span in chat format (a quarter more, as ``window_for_span`` allows).
+    A window of the span alone cut a 4k-span history to 2,560 tokens, losing the evidence of
+    every test older than that until the history grew back. Beyond ``MAX_WINDOW`` it cuts
+    into the span (recorded per answer as ``truncated_turns``).
+    """
+    from memlab.memory.full_context import FullContextConfig
+
+    config = FullContextConfig()
+    budget = -(-(span + span // 4) // (1 - config.cut_block))
+    need = int(budget) + config.reserve_tokens
+    return min(MAX_WINDOW, max(window_for_span(span), -(-need // 1024) * 1024))
 
 
 def window_for_conversation(suite: Suite, llm: Any, *, reply_tokens: int = 128) -> int:

@@ -86,6 +86,28 @@ def test_full_context_cuts_in_blocks_so_the_prompt_prefix_stays_put(tmp_path):
     assert later.history[-1].user == "message 44"
 
 
+@pytest.mark.parametrize("span", [1000, 4000, 8000])
+def test_full_context_sized_for_a_span_never_cuts_into_it(tmp_path, span):
+    """After a block cut the history still holds the last ``span`` tokens of conversation
+    (chat format included, 8 tokens an exchange: at most a quarter of an exchange of LTM's
+    length), so every test whose evidence lies within the span keeps it."""
+    from memlab.lab import window_for_cut_history
+
+    llm = FakeLLM(context_window=window_for_cut_history(span))
+    memory = make("full_context", tmp_path, llm=llm)
+    said, cuts = [], 0  # the words of each exchange, as the fake counts tokens
+    for i in range(span // 10):  # 40-word exchanges: about 4 spans of conversation
+        user, reply = filler(i)
+        user, reply = f"{user} {user} {user}", f"{reply} {reply} {reply}"
+        memory.observe(Exchange(user=user, assistant=reply, turn_number=i + 1))
+        said.append(len(user.split()) + len(reply.split()))
+        context = memory.recall("q")
+        cuts = max(cuts, context.truncated_turns)
+        kept = sum(said[context.truncated_turns:])
+        assert kept >= min(span, sum(said))
+    assert cuts > 0  # the conversation did outgrow the window
+
+
 def test_full_context_requires_a_model():
     with pytest.raises(ConfigError, match="full_context: llm"):
         MEMORIES.create("full_context", scope=Scope(user_id="a"))
