@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from memlab.embed.base import Embedder
 from memlab.errors import ConfigError
 from memlab.models.retrieval import EmbeddingCollection, VectorEmbedding
+from memlab.userfiles import read_text
 
 PAGE_MARKER = re.compile(r"^\s*(?:-{2,}\s*)?\[?\s*page\s+(\d+)\s*\]?(?:\s*-{2,})?\s*$",
                          re.IGNORECASE | re.MULTILINE)
@@ -102,16 +103,21 @@ def chunk_document(text: str, source_document: str,
 
 
 def read_documents(path: str | Path) -> list[tuple[str, str]]:
-    """``[(source_document, text)]`` of a .txt/.md file or of every one under a folder."""
+    """``[(source_document, text)]`` of a .txt/.md file or of every one under a folder.
+
+    Raises:
+        ConfigError: no such file or folder, no documents in it, or a document that cannot be
+            read as UTF-8 text (naming it and the first bad byte).
+    """
     root = Path(path)
     if root.is_file():
-        return [(root.name, root.read_text(encoding="utf-8"))]
+        return [(root.name, read_text(root, "document"))]
     if not root.is_dir():
         raise ConfigError(f"document: {str(root)!r} is neither a file nor a folder")
     files = sorted(p for p in root.rglob("*") if p.suffix in DOCUMENT_SUFFIXES and p.is_file())
     if not files:
         raise ConfigError(f"document: no {'/'.join(DOCUMENT_SUFFIXES)} files under {str(root)!r}")
-    return [(str(p.relative_to(root)), p.read_text(encoding="utf-8")) for p in files]
+    return [(str(p.relative_to(root)), read_text(p, "document")) for p in files]
 
 
 def embed_chunks(chunks: list[DocumentChunk], embedder: Embedder,

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import codecs
 import errno
+import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,6 +89,38 @@ def load_yaml(path: str | Path, what: str) -> Any:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{what} {str(path)!r}: not valid YAML ({problem}{where})") from None
+
+
+def parse_json(text: str | bytes, path: str | Path, what: str, where: str = "") -> Any:
+    """``text`` (read from ``path``, at ``where`` in it: "line 3", "row 4: field 'x'") as JSON.
+
+    ``text`` given as bytes is the whole file, decoded here (a bad byte is named by its offset).
+
+    Raises:
+        ConfigError: bytes that are not UTF-8, not valid JSON, or JSON nested more deeply than
+            Python's reader follows (it would raise RecursionError); one line naming ``what``,
+            the file and the place.
+    """
+    name = f"{what} {str(path)!r}: " + (f"{where}: " if where else "")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{name}not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+                              f"offset {exc.start}); save it as UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{name}not valid JSON ({exc.msg} at line {exc.lineno}, column "
+                          f"{exc.colno})") from None
+    except RecursionError:
+        raise ConfigError(f"{name}JSON nested too deeply to read (rule: at most about "
+                          f"{sys.getrecursionlimit():,} levels of lists and objects)") from None
+
+
+def load_json(path: str | Path, what: str) -> Any:
+    """The JSON document in ``path`` (errors as ``open_text`` and ``parse_json``)."""
+    return parse_json(read_text(path, what), path, what)
 
 
 def writable_folder(path: str | Path, what: str) -> Path:

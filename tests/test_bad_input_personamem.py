@@ -85,7 +85,8 @@ def test_a_context_that_is_not_json_is_named(tmp_path):
     questions, contexts = write(tmp_path, nine_rows())
     contexts.write_text('{"abc": [{"role": "user", "content": "torn\n')
     before = digests(questions, contexts)
-    with pytest.raises(ConfigError, match="shared context 'abc' is not a JSON") as info:
+    with pytest.raises(ConfigError,
+                       match=r"line 1 \(shared context 'abc'\): not valid JSON") as info:
         PersonaMemSuite(questions, contexts)
     assert str(contexts) in str(info.value) and digests(questions, contexts) == before
 

@@ -110,7 +110,7 @@ def test_decide_bad_files(tmp_path, capsys, monkeypatch):
     no_model_loaded(monkeypatch)
     assert "input: no file at missing.json" in fails(capsys, "decide", "missing.json")
     (tmp_path / "broken.json").write_text("{not json")
-    assert "broken.json: not JSON" in fails(capsys, "decide", "broken.json")
+    assert "input 'broken.json': not valid JSON" in fails(capsys, "decide", "broken.json")
 
 
 def test_decide_prints_the_cr_repair_and_strict_cr_stops_with_one_line(tmp_path, capsys,

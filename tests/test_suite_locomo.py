@@ -309,5 +309,5 @@ def test_missing_path_and_non_json_are_config_errors(tmp_path):
         LoCoMoSuite(str(tmp_path / "none.json"))
     broken = tmp_path / "broken.json"
     broken.write_text("[{")
-    with pytest.raises(ConfigError, match="not a UTF-8 JSON file"):
+    with pytest.raises(ConfigError, match="locomo data file .*: not valid JSON"):
         LoCoMoSuite(str(broken))

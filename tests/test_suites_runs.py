@@ -121,9 +121,10 @@ class Interleaved(Suite):
 
     def events(self):
         t0 = datetime(2024, 1, 1)
-        users = ["a", "b", "a"]
-        return [SuiteEvent(index=i, kind="filler", text=f"turn {i}", reply="ok", user_id=u,
-                           timestamp=t0 + timedelta(minutes=i)) for i, u in enumerate(users)]
+        users = ["a", "b", "a"]  # a's question comes after b's turn
+        return [SuiteEvent(index=i, kind="question" if i == 2 else "filler", text=f"turn {i}",
+                           reply="ok", user_id=u, timestamp=t0 + timedelta(minutes=i))
+                for i, u in enumerate(users)]
 
     def score(self, responses):
         return [TestScore(test_id="t", test_type="t", score=0, max_score=1)]

@@ -14,15 +14,23 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from memlab.bench.suites.ltm_scorers import GOODAI_RULE_TYPES, LLM_JUDGED_TYPES, Scorer
 from memlab.bench.suites.ltm_scorers import scorers as scorer_set
 from memlab.errors import ConfigError
-from memlab.userfiles import load_yaml, read_text
+from memlab.userfiles import load_json, load_yaml, read_text
 
 # memlab key <-> GoodAI folder name
 TYPE_DIRS = {
@@ -77,6 +85,16 @@ class DatasetsSection(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     datasets: list[DatasetEntry]
 
+    @field_validator("args")
+    @classmethod
+    def _counts(cls, args: dict[str, Any]) -> dict[str, Any]:
+        for key in ("memory_span", "dataset_examples"):
+            value = args.get(key)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or value < 1):
+                raise ValueError(f"{key} {value!r} must be a whole number of at least 1")
+        return args
+
 
 class BenchmarkConfig(BaseModel):
     """GoodAI's ``config.yml``: run settings, memory span, examples and per-type arguments."""
@@ -97,12 +115,51 @@ class BenchmarkConfig(BaseModel):
 
 
 class LoadedTest(BaseModel):
-    """A definition with its place: ``test_type`` (memlab key) and GoodAI ``example_id``."""
+    """A definition with its place: ``test_type`` (memlab key) and GoodAI ``example_id``.
+
+    The rules of its type are checked here, before a run, not when its answer is scored:
+    only jokes are temporal (their question is written when it is asked, naming the joke);
+    prospective memory expects ``[quote, author, n]`` (the quote goes on the n-th reply).
+    """
 
     test_type: str
     example_id: str
     definition: TestDefinition
     path: str = ""
+
+    @model_validator(mode="after")
+    def _type_rules(self) -> LoadedTest:
+        if self.test_type not in TYPE_DIRS:
+            raise ValueError(f"test type {self.test_type!r} is not one memlab runs (folders: "
+                             f"{', '.join(TYPE_DIRS.values())})")
+        d = self.definition
+        if not d.script:
+            return self  # a dynamic GoodAI test (restaurant): skipped, never asked
+        temporal = self.test_type == "jokes"
+        if d.is_temporal != temporal:
+            raise ValueError(f"field 'is_temporal': must be {str(temporal).lower()} for "
+                             f"{TYPE_DIRS[self.test_type]} (only a jokes question is temporal: "
+                             "it is written when asked)")
+        if not any(d.is_question) or not d.expected_responses:
+            raise ValueError("field 'is_question' / 'expected_responses': a test with a script "
+                             "needs a question and its expected responses")
+        if self.test_type == "jokes" and d.expected_responses[0] not in d.script:
+            raise ValueError("field 'expected_responses': its first entry must be the joke, "
+                             "one of the script's lines")
+        if self.test_type == "prospective_memory" and not _quote_request(d.expected_responses[0]):
+            raise ValueError("field 'expected_responses': must start with [quote, author, n], "
+                             f"n a whole number of at least 1 (got {d.expected_responses[0]!r})")
+        return self
+
+
+def _quote_request(value: Any) -> bool:
+    """GoodAI's prospective-memory expectation: ``[quote, author, n]`` (append the quote to
+    the n-th reply)."""
+    if not isinstance(value, list) or len(value) != 3:
+        return False
+    quote, author, n = value
+    return (isinstance(quote, str) and bool(quote) and isinstance(author, str)
+            and isinstance(n, int) and not isinstance(n, bool) and n >= 1)
 
 
 class TestResult(BaseModel):
@@ -123,8 +180,8 @@ class TestResult(BaseModel):
 
 def _field_error(path: Path, exc: ValidationError) -> ConfigError:
     err = exc.errors()[0]
-    field = ".".join(str(p) for p in err["loc"]) or "(definition)"
-    return ConfigError(f"{path}: field '{field}': {err['msg']}")
+    field = ".".join(str(p) for p in err["loc"]) or "(the whole file)"
+    return ConfigError(f"{path}: field '{field}': {err['msg'].removeprefix('Value error, ')}")
 
 
 def load_definition(path: str | Path) -> LoadedTest:
@@ -134,17 +191,18 @@ def load_definition(path: str | Path) -> LoadedTest:
         ConfigError: naming the file and the offending field.
     """
     path = Path(path)
-    try:
-        raw = json.loads(read_text(path, "GoodAI definition"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    raw = load_json(path, "GoodAI definition")
     try:
         definition = TestDefinition.model_validate(raw)
     except ValidationError as exc:
         raise _field_error(path, exc) from exc
     folder = path.parent.name
-    return LoadedTest(test_type=TYPE_KEYS.get(folder, folder), path=str(path),
-                      example_id=path.name.removesuffix(".def.json"), definition=definition)
+    try:
+        return LoadedTest(test_type=TYPE_KEYS.get(folder, folder), path=str(path),
+                          example_id=path.name.removesuffix(".def.json"), definition=definition)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}"
+                          ) from None
 
 
 def load_config(path: str | Path) -> BenchmarkConfig:
@@ -156,16 +214,30 @@ def load_config(path: str | Path) -> BenchmarkConfig:
         raise _field_error(path, exc) from exc
 
 
-def load_definitions(folder: str | Path) -> tuple[BenchmarkConfig | None, list[LoadedTest]]:
-    """Every definition under ``folder`` (sorted by type and id) and its config, if present."""
+def load_definitions(folder: str | Path, types: Iterable[str] | None = None
+                     ) -> tuple[BenchmarkConfig | None, list[LoadedTest]]:
+    """Every definition under ``folder`` (sorted by type and id) and its config, if present.
+
+    Args:
+        types: read only the definitions of these types (memlab keys); default: every one.
+
+    Raises:
+        ConfigError: no such folder, no definition in it, or a file that breaks a rule (naming
+            the file and the field).
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"definitions folder {folder} does not exist")
     config_path = folder / "config.yml"
     config = load_config(config_path) if config_path.exists() else None
-    paths = sorted(folder.glob("*/*.def.json"),
+    folders = None if types is None else {TYPE_DIRS.get(t, t) for t in types}
+    paths = sorted((p for p in folder.glob("*/*.def.json")
+                    if folders is None or p.parent.name in folders),
                    key=lambda p: (p.parent.name, int(p.stem.split(".")[0])
                                   if p.stem.split(".")[0].isdigit() else p.stem))
+    if not paths:
+        raise ConfigError(f"definitions folder {folder}: no test definitions in it (expected "
+                          "<Test Type>/<id>.def.json, e.g. Colours/0.def.json)")
     return config, [load_definition(p) for p in paths]
 
 

@@ -120,11 +120,13 @@ def _add_taskforce(commands) -> None:
 # --- docqa --------------------------------------------------------------------------------------
 def cmd_docqa(args: argparse.Namespace) -> int:
     from memlab import lab
+    from memlab.docqa_ingest import read_documents
     from memlab.models.retrieval import Query
 
     writable_folder(args.workdir, "--workdir")  # a file there is the user's mistake: exit 2
     embedder = lab.make_embedder(args.embedder)
     if args.docqa_command == "ingest":
+        read_documents(args.path)  # an unreadable document: exit 2 before the store is opened
         qa = lab.make_docqa(args.workdir, embedder=embedder, collection=args.collection)
         report = qa.ingest(args.path)
         print(f"ingested {len(report.documents)} document(s), {len(report.chunks)} chunks "

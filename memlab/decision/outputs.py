@@ -8,7 +8,6 @@ again with the same ``session_id`` and the same input continues after its last r
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from memlab.models.decision import (
     UserInput,
     round_output_filename,
 )
+from memlab.userfiles import load_json
 
 ROUND_OUTPUTS: dict[int, type[BaseModel]] = {1: Round1Output, 2: Round2Output, 3: Round3Output}
 
@@ -100,15 +100,14 @@ def read_user_input(path: str | Path) -> UserInput:
     """A UserInput JSON file, validated by the seed's rules.
 
     Raises:
-        ConfigError: missing, not JSON, or a rule fails (names the file and the field).
+        ConfigError: missing, not UTF-8 JSON (or nested too deeply to read), or a rule
+            fails (names the file and the field).
     """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"input: no file at {path}")
     try:
-        return UserInput.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not JSON: {exc}") from None
+        return UserInput.model_validate(load_json(path, "input"))
     except ValidationError as exc:
         raise ConfigError(f"{path}: {fields_message(exc.errors())}") from None
 
@@ -119,11 +118,9 @@ def read_round(path: Path, number: int) -> dict[str, Any]:
     Raises:
         ConfigError: not JSON, or a seed rule fails (names the file and the field).
     """
+    data = load_json(path, f"round {number} file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
         ROUND_OUTPUTS[number].model_validate(data)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not JSON: {exc}") from None
     except ValidationError as exc:
         raise ConfigError(f"{path}: {fields_message(exc.errors())}") from None
     return data

@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel
 
 from memlab.bench.filler import filler_pair
-from memlab.bench.goodai import TYPE_DIRS
+from memlab.bench.goodai import TYPE_DIRS, load_definitions
 from memlab.errors import ConfigError, MemlabError
 from memlab.userfiles import OWNED_MARK, claim_folder
 
@@ -149,7 +149,8 @@ def read_definitions(definitions: str | Path, *, run_name: str,
 
     Raises:
         ConfigError: ``run_name`` is not a plain folder name, a type is unknown, or the folder
-            has no ``config.yml`` or no definitions of a type.
+            has no ``config.yml`` or no definitions of a type, or one of them breaks a rule
+            (``memlab.bench.goodai.load_definitions``: the file and the field named).
     """
     if run_name in ("", ".", "..") or Path(run_name).name != run_name:
         raise ConfigError(f"--run-name {run_name!r}: must be a plain name (GoodAI's folder of "
@@ -166,8 +167,9 @@ def read_definitions(definitions: str | Path, *, run_name: str,
         folder = definitions / TYPE_DIRS[name]
         if not any(folder.glob("*.def.json")):
             raise ConfigError(f"{folder}: no test definitions of type {name}")
+    load_definitions(definitions, types)  # config.yml and every file of these types, checked
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-    config["config"]["run_name"] = run_name
+    config.setdefault("config", {})["run_name"] = run_name
     config["datasets"]["datasets"] = [d for d in config["datasets"]["datasets"]
                                       if d["name"] in types]
     return config

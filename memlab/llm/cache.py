@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memlab.errors import StoreError
+from pydantic import ValidationError
+
+from memlab.errors import StoreError, fields_message
 from memlab.llm.base import Completion, Message
 from memlab.userfiles import writable_folder
 
@@ -86,6 +88,14 @@ class ResponseCache:
                   "MEMLAB_LLM_CACHE=0, or MEMLAB_CACHE_DIR to another folder)") if corrupt else ""
         return StoreError(f"LLM response cache {self.path}: {exc}{advice}")
 
+    def _bad_row(self, value: str, problem: str) -> StoreError:
+        """The error for a row whose value cannot be read back (written by hand, or by another
+        memlab version): the file, the problem, what to do."""
+        return StoreError(f"LLM response cache {self.path}: a cached answer cannot be read "
+                          f"({problem}; value {value[:60]!r}); it only holds cached answers: "
+                          "move it aside or delete it (or set MEMLAB_LLM_CACHE=0, or "
+                          "MEMLAB_CACHE_DIR to another folder)")
+
     def _get_value(self, key: str) -> str | None:
         with self._lock:
             try:
@@ -116,7 +126,10 @@ class ResponseCache:
         value = self._get_value(cache_key(provider, model, messages, params))
         if value is None:
             return None
-        hit = Completion.model_validate_json(value)
+        try:
+            hit = Completion.model_validate_json(value)
+        except ValidationError as exc:
+            raise self._bad_row(value, fields_message(exc.errors(), whole="row")) from None
         return hit.model_copy(update={"cached": True,
                                       "latency_s": time.perf_counter() - start})
 
@@ -133,7 +146,12 @@ class ResponseCache:
         key = cache_key(provider, model, messages, {"options": options, **(identity or {})},
                         kind="scores")
         value = self._get_value(key)
-        return None if value is None else [float(x) for x in json.loads(value)]
+        if value is None:
+            return None
+        try:
+            return [float(x) for x in json.loads(value)]
+        except (ValueError, TypeError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+            raise self._bad_row(value, f"not a JSON list of numbers ({exc})") from None
 
     def put_scores(self, provider: str, model: str, messages: list[Message],
                    options: list[str], scores: list[float], *,

@@ -114,16 +114,40 @@ class OpenAICompatLLM(LLMClient):
     def _complete(self, messages: list[Message], **params: Any) -> Completion:
         data = self._post(self._body(messages, **params))
         try:
-            text = data["choices"][0]["message"].get("content") or ""
+            text = data["choices"][0]["message"].get("content")
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise LLMError(f"openai {self.url}: unexpected answer shape: {str(data)[:200]}") \
                 from exc
-        usage = data.get("usage") or {}
+        text = self._field("choices[0].message.content", "" if text is None else text, str,
+                           "text")
+        usage = self._field("usage", data.get("usage") or {}, dict, "an object")
+        model = self._field("model", data.get("model") or self.model, str, "a name")
         return Completion(
-            text=text,
-            prompt_tokens=usage.get("prompt_tokens", self.count_message_tokens(messages)),
-            completion_tokens=usage.get("completion_tokens", self.count_tokens(text)),
-            latency_s=0.0, model=data.get("model") or self.model, provider=self.provider)
+            text=text, model=model, provider=self.provider, latency_s=0.0,
+            prompt_tokens=self._tokens(usage, "prompt_tokens",
+                                       lambda: self.count_message_tokens(messages)),
+            completion_tokens=self._tokens(usage, "completion_tokens",
+                                           lambda: self.count_tokens(text)))
+
+    def _field(self, field: str, value: Any, kind: type, rule: str) -> Any:
+        """``value`` of the answer's ``field`` when it is a ``kind``; else an LLMError (the call
+        failed, as for any other malformed answer: the run records it, never a traceback)."""
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise self._malformed(field, value, rule)
+        return value
+
+    def _malformed(self, field: str, value: Any, rule: str) -> LLMError:
+        return LLMError(f"openai {self.url}: unexpected answer shape: field {field!r} must be "
+                        f"{rule}, got {type(value).__name__} {str(value)[:80]!r}")
+
+    def _tokens(self, usage: dict[str, Any], key: str, estimate: Any) -> int:
+        """A token count of ``usage`` (``estimate()`` when the server gives none)."""
+        value = usage.get(key)
+        if value is None:
+            return estimate()
+        if self._field(f"usage.{key}", value, int, "a whole number") < 0:
+            raise self._malformed(f"usage.{key}", value, "a whole number of at least 0")
+        return value
 
     def _score_options(self, messages: list[Message], options: list[str]) -> list[float]:
         """Log-probability of each option's first token among the server's top 20."""
@@ -134,7 +158,11 @@ class OpenAICompatLLM(LLMClient):
             top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
         except (KeyError, IndexError, TypeError) as exc:
             raise LLMError(f"openai {self.url}: the server returned no logprobs") from exc
-        return [_first_token_logprob(option, top) for option in options]
+        try:
+            return [_first_token_logprob(option, top) for option in options]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise LLMError(f"openai {self.url}: unexpected top_logprobs shape: "
+                           f"{str(top)[:200]}") from exc
 
     def count_tokens(self, text: str) -> int:
         return approx_token_count(text)

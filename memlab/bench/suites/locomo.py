@@ -40,6 +40,7 @@ from memlab.bench.suites.locomo_data import (
     render_turn,
 )
 from memlab.bench.suites.locomo_metrics import CATEGORIES, bleu1, declines, locomo_f1
+from memlab.bench.suites.options import count_option, list_option
 from memlab.bench.suites.published import PublishedSuite, seeded_sample, select
 from memlab.errors import ConfigError
 from memlab.llm.options import parse_letter
@@ -80,9 +81,10 @@ class LoCoMoSuite(PublishedSuite):
         self.span, self.seed, self.judge = span, seed, judge
         self.conversations = self.units = select(every, conversations, lambda c: c.sample_id,
                                                  self.file, "conversations")
-        self.sessions = _positive(sessions, "sessions")
-        self.per_conversation = _positive(questions, "questions")
-        self.categories = sorted(set(categories or (1, 2, 3, 4)))
+        self.sessions = count_option(sessions, "sessions")
+        self.per_conversation = count_option(questions, "questions")
+        self.categories = sorted(set(list_option(categories, "categories", int, "[1, 2]")
+                                     or (1, 2, 3, 4)))
         if not set(self.categories) <= set(CATEGORIES):
             raise ConfigError(f"field 'suite_options.categories': {categories} must be among "
                               "1-5 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, "
@@ -143,6 +145,17 @@ class LoCoMoSuite(PublishedSuite):
             event.prompt = intro + QA_PROMPT.format(question=question.question + hint)
         return event
 
+    def _no_questions(self) -> str:
+        held = sorted({q.category for c in self.conversations for q in c.questions})
+        ids = [c.sample_id for c in self.conversations]
+        if not held:
+            return f"conversations {ids} hold no questions (field 'qa')"
+        if not set(held) & set(self.categories):
+            return (f"the questions of conversations {ids} are in categories {held}, none in "
+                    f"{self.categories} (option categories; 5 is the adversarial one)")
+        return (f"no question in categories {self.categories} of conversations {ids} has its "
+                f"evidence in the first {self.sessions} sessions (option sessions)")
+
     # ------------------------------------------------------------ scoring
     def _score_question(self, event: SuiteEvent, response: Response) -> TestScore:
         if event.metadata["category"] == 5:
@@ -199,10 +212,3 @@ class LoCoMoSuite(PublishedSuite):
                 "questions": sum(e.kind == "question" for e in events),
                 "history_tokens": history, "judge_model": self.judge_model}
 
-
-def _positive(value: int | None, option: str) -> int | None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                              or value < 1):
-        raise ConfigError(f"field 'suite_options.{option}': {value!r} must be a whole number "
-                          "of at least 1")
-    return value

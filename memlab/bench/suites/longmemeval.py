@@ -38,6 +38,7 @@ from memlab.bench.base import Evidence, Response, SuiteEvent, TestScore
 from memlab.bench.evidence import carries
 from memlab.bench.schedule import TokenCounter, estimate_tokens
 from memlab.bench.suites.judges import LONGMEMEVAL_PROMPTS, longmemeval_judge
+from memlab.bench.suites.options import count_option, list_option
 from memlab.bench.suites.published import (
     DataFile,
     PublishedSuite,
@@ -156,14 +157,13 @@ class LongMemEvalSuite(PublishedSuite):
                  judge: Any = None, count_tokens: TokenCounter | None = None):
         self.file, every = read_longmemeval(data)
         self.span, self.seed, self.judge = span, seed, judge
-        self.types = sorted(set(types or QUESTION_TYPES))
+        self.types = sorted(set(list_option(types, "types", str, "[temporal-reasoning]")
+                                or QUESTION_TYPES))
         unknown = sorted(set(self.types) - set(QUESTION_TYPES))
         if unknown:
             raise ConfigError(f"field 'suite_options.types': {unknown} are not LongMemEval "
                               f"question types ({', '.join(QUESTION_TYPES)})")
-        if instances is not None and (not isinstance(instances, int) or instances < 1):
-            raise ConfigError(f"field 'suite_options.instances': {instances!r} must be a whole "
-                              "number of at least 1")
+        count_option(instances, "instances")
         kept = [i for i in every if i.question_type in self.types]
         self.instances = self.units = seeded_sample(kept, instances, seed, "longmemeval")
         self.sample_size = instances

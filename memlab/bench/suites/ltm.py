@@ -7,6 +7,7 @@ of the mean score, out of the number of types. Results can be written in GoodAI'
 
 from __future__ import annotations
 
+import inspect
 import random
 from collections import defaultdict
 from datetime import datetime
@@ -25,6 +26,7 @@ from memlab.bench.goodai import (
 from memlab.bench.schedule import Schedule, Scheduler, ScriptTest, TokenCounter
 from memlab.bench.suites.ltm_generate import DEFAULT_ARGS, GENERATORS
 from memlab.bench.suites.ltm_scorers import RUN_SCORERS, RUN_SCORERS_REVISION, scorers
+from memlab.bench.suites.options import count_option, list_option
 from memlab.errors import ConfigError
 
 # Reset messages for loaded definitions (GoodAI sends one after these tests' questions).
@@ -73,7 +75,7 @@ class LTMSuite(Suite):
                  type_args: dict[str, dict[str, Any]] | None = None,
                  count_tokens: TokenCounter | None = None, judge: Any = None,
                  source: str = "generated"):
-        self.span, self.examples, self.seed = span, examples, seed
+        self.span, self.examples, self.seed = span, count_option(examples, "examples"), seed
         self.count_tokens, self.judge, self.source = count_tokens, judge, source
         self.tests = tests if tests is not None else self._generate(types, type_args or {})
         self.skipped = {self.test_id(t): "empty script (a dynamic GoodAI test)"
@@ -90,17 +92,25 @@ class LTMSuite(Suite):
         return cls(tests, source=str(folder), **kwargs)
 
     def _generate(self, types: list[str] | None, type_args: dict[str, dict[str, Any]]):
+        list_option(types, "types", str, "[colours, jokes]")
         unknown = set(types or []) - set(GENERATORS)
         if unknown:
             raise ConfigError(f"field 'types': no generator for {sorted(unknown)} (restaurant "
                               f"and chapterbreak load from definitions only)")
+        check_type_args(type_args)
         rng = random.Random(self.seed)
         tests = []
         for test_type in types or list(GENERATORS):
             args = {**DEFAULT_ARGS.get(test_type, {}), **type_args.get(test_type, {})}
             for i in range(self.examples):
+                try:
+                    definition = GENERATORS[test_type](rng, **args)
+                except ValueError as exc:  # random.sample: more than the vocabulary holds
+                    raise ConfigError(f"field 'suite_options.type_args.{test_type}': {args} "
+                                      f"asks for more than memlab's vocabulary holds ({exc})"
+                                      ) from None
                 tests.append(LoadedTest(test_type=test_type, example_id=str(i),
-                                        definition=GENERATORS[test_type](rng, **args)))
+                                        definition=definition))
         return tests
 
     # ------------------------------------------------------------ conversation
@@ -231,6 +241,30 @@ class LTMSuite(Suite):
             paths.append(write_result(result_path(results_dir, agent, test.test_type,
                                                   test.example_id, rep), result))
         return paths
+
+
+def check_type_args(type_args: Any) -> None:
+    """``type_args`` maps generated test types to counts their generator takes.
+
+    Raises:
+        ConfigError: another shape, a type with no generator, an argument the generator does
+            not take, or a value that is not a whole number of at least 1 (naming the field).
+    """
+    field = "field 'suite_options.type_args'"
+    if not isinstance(type_args, dict) or any(not isinstance(v, dict) for v in type_args.values()):
+        raise ConfigError(f"{field}: {type_args!r} must map a test type to its arguments, e.g. "
+                          "type_args={colours: {colour_changes: 2}}")
+    for test_type, args in type_args.items():
+        if test_type not in GENERATORS:
+            raise ConfigError(f"{field}: no generated type {test_type!r} (known: "
+                              f"{', '.join(GENERATORS)})")
+        takes = [name for name in inspect.signature(GENERATORS[test_type]).parameters
+                 if name != "rng"]
+        for name, value in args.items():
+            if name not in takes:
+                raise ConfigError(f"{field}: {test_type} takes {takes or 'no arguments'}, not "
+                                  f"{name!r}")
+            count_option(value, f"type_args.{test_type}.{name}")
 
 
 def answer_strings(expected: Any) -> list[str]:

@@ -19,6 +19,7 @@ from typing import Any
 from memlab.bench.base import Response, Suite, SuiteEvent, TestScore
 from memlab.bench.schedule import TokenCounter, estimate_tokens
 from memlab.bench.suites import persona_data as data
+from memlab.bench.suites.options import bool_option, count_option
 from memlab.bench.suites.persona_questions import build_questions
 from memlab.llm.options import parse_final_answer
 
@@ -102,7 +103,9 @@ class PersonaSuite(PersonaSuiteBase):
     def __init__(self, *, span: int = 32000, seed: int = 0, n_topics: int = 4,
                  count_tokens: TokenCounter | None = None, probes: bool = True,
                  start: datetime | None = None):
-        self.span, self.seed, self.n_topics, self.probes = span, seed, n_topics, probes
+        self.span, self.seed = span, seed
+        self.n_topics = count_option(n_topics, "n_topics")
+        self.probes = bool_option(probes, "probes")
         self.count = count_tokens or estimate_tokens
         self.start = start or datetime(2024, 1, 8, 19, 0, 0)
         self._events: list[SuiteEvent] | None = None

@@ -19,11 +19,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from memlab.bench.base import Suite, SuiteEvent
 from memlab.bench.scoring import option_letter
+from memlab.bench.suites.options import is_count
 from memlab.bench.suites.persona import PersonaSuiteBase
-from memlab.errors import ConfigError
-from memlab.userfiles import open_text
+from memlab.errors import ConfigError, fields_message
+from memlab.userfiles import open_text, parse_json
 
 COLUMNS = ("persona_id", "question_id", "question_type", "topic", "context_length_in_tokens",
            "context_length_in_letters", "distance_to_ref_in_blocks", "distance_to_ref_in_tokens",
@@ -87,15 +90,24 @@ def _row(event: SuiteEvent, persona_id: int, context_id: str, tokens: int, lette
                                           default=str)}
 
 
-def parse_options(raw: str) -> list[str]:
-    """``all_options`` (a Python-literal or JSON list) without the ``(a)`` labels."""
+def parse_options(raw: str, where: str = "") -> list[str]:
+    """``all_options`` (a Python-literal or JSON list of text) without the ``(a)`` labels.
+
+    Raises:
+        ConfigError: not such a list (``where`` says which file and row).
+    """
     try:
         options = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        options = json.loads(raw)
-    if not isinstance(options, list):
-        raise ConfigError(f"field 'all_options': expected a list, got {type(options).__name__}")
-    return [_LABEL.sub("", str(o)) for o in options]
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        try:  # JSON spells true/false/null differently from Python
+            options = json.loads(raw)
+        except (ValueError, RecursionError):
+            options = None
+    if not isinstance(options, list) or not options or not all(isinstance(o, str)
+                                                                 for o in options):
+        raise ConfigError(f"{where}field 'all_options': {raw[:60]!r} is not a list of options "
+                          "like ['(a) ...', '(b) ...']")
+    return [_LABEL.sub("", o) for o in options]
 
 
 class PersonaMemSuite(PersonaSuiteBase):
@@ -103,20 +115,29 @@ class PersonaMemSuite(PersonaSuiteBase):
 
     Args:
         shared_context_id: the context to load (default: the first one with questions).
+        limit: ask only the first this many of its questions.
+
+    Raises:
+        ConfigError: a file or a row that breaks PersonaMem's format, or no question to ask;
+            the message names the file, the row or message, and the field.
     """
 
     def __init__(self, questions_csv: str | Path, contexts_jsonl: str | Path, *,
                  shared_context_id: str | None = None, limit: int | None = None):
         self.questions_csv, self.contexts_jsonl = Path(questions_csv), Path(contexts_jsonl)
+        if limit is not None and not (is_count(limit) and limit >= 1):
+            raise ConfigError(f"limit: {limit!r} must be a whole number of at least 1")
         rows = _read_rows(self.questions_csv)
-        self.context_id = shared_context_id or (rows[0]["shared_context_id"] if rows else None)
-        numbered = [(i + 2, r) for i, r in enumerate(rows)
-                    if r["shared_context_id"] == self.context_id][:limit]
+        self.context_id = shared_context_id or rows[0][1]["shared_context_id"]
+        numbered = [(n, r) for n, r in rows if r["shared_context_id"] == self.context_id][:limit]
+        if not numbered:
+            raise ConfigError(f"{self.questions_csv}: no question row of shared context "
+                              f"{self.context_id!r}, so nothing would be measured")
         self.rows = [row for _, row in numbered]
         messages = _read_context(self.contexts_jsonl, self.context_id)
         _check_rows(self.questions_csv, numbered, len(messages))
         self.persona = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
-        self._events = _build_events(messages, self.rows, self.questions_csv)
+        self._events = _build_events(messages, numbered, self.questions_csv, self.contexts_jsonl)
 
     def events(self) -> list[SuiteEvent]:
         return self._events
@@ -126,16 +147,32 @@ class PersonaMemSuite(PersonaSuiteBase):
                 "shared_context_id": self.context_id, "questions": len(self.rows)}
 
 
-def _read_rows(path: Path) -> list[dict[str, str]]:
+REQUIRED = ("question_id", "shared_context_id", "end_index_in_shared_context",
+            "user_question_or_message", "all_options", "correct_answer")
+
+
+def _read_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """The question rows, each with its row number in the file (the header is row 1)."""
     if not path.exists():
         raise ConfigError(f"questions file {path} does not exist")
-    with open_text(path, "questions file") as f:
-        rows = list(csv.DictReader(f))
-    for i, row in enumerate(rows):
-        for field in ("question_id", "shared_context_id", "end_index_in_shared_context",
-                      "all_options", "correct_answer"):
+    try:
+        with open_text(path, "questions file") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ConfigError(f"{path}: column(s) {', '.join(missing)} missing from the "
+                                  f"header (rule: PersonaMem's questions file has "
+                                  f"{', '.join(REQUIRED)})")
+            rows = [(i + 2, row) for i, row in enumerate(reader)]
+    except csv.Error as exc:
+        raise ConfigError(f"{path}: not a CSV file ({exc})") from None
+    if not rows:
+        raise ConfigError(f"{path}: no question rows under the header, so nothing would be "
+                          "measured")
+    for number, row in rows:
+        for field in REQUIRED:
             if not row.get(field):
-                raise ConfigError(f"{path}: row {i + 2}: field '{field}' is missing or empty")
+                raise ConfigError(f"{path}: row {number}: field '{field}' is missing or empty")
     return rows
 
 
@@ -165,18 +202,41 @@ def _check_rows(path: Path, numbered: list[tuple[int, dict[str, str]]], n_messag
         seen[question_id] = number
 
 
-def _read_context(path: Path, context_id: str | None) -> list[dict[str, Any]]:
+def _read_context(path: Path, context_id: str) -> list[dict[str, Any]]:
+    """The messages of ``context_id``, checked (a list of ``{"role", "content"}`` objects)."""
     if not path.exists():
         raise ConfigError(f"contexts file {path} does not exist")
     with open_text(path, "contexts file") as f:
-        for line in f:
-            if context_id and f'"{context_id}"' in line[:len(context_id) + 10]:
-                try:
-                    return json.loads(line)[context_id]
-                except (json.JSONDecodeError, KeyError) as exc:
-                    raise ConfigError(f"{path}: shared context {context_id!r} is not a JSON "
-                                      f"object of messages ({exc})") from None
+        for number, line in enumerate(f, 1):
+            if f'"{context_id}"' in line[:len(context_id) + 10]:
+                data = parse_json(line, path, "contexts file",
+                                  f"line {number} (shared context {context_id!r})")
+                if not isinstance(data, dict) or context_id not in data:
+                    raise ConfigError(f"{path}: line {number}: not an object holding shared "
+                                      f"context {context_id!r} (rule: {{id: [messages]}})")
+                return _check_messages(path, context_id, data[context_id])
     raise ConfigError(f"{path}: no shared context {context_id!r}")
+
+
+ROLES = ("system", "user", "assistant")
+
+
+def _check_messages(path: Path, context_id: str, messages: Any) -> list[dict[str, Any]]:
+    where = f"{path}: shared context {context_id!r}"
+    if not isinstance(messages, list):
+        raise ConfigError(f"{where}: must be a list of messages, got {type(messages).__name__}")
+    for k, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            raise ConfigError(f"{where}: message {k} must be an object with 'role' and "
+                              f"'content', got {type(msg).__name__}")
+        if msg.get("role") not in ROLES:
+            raise ConfigError(f"{where}: message {k}: field 'role' {msg.get('role')!r} must be "
+                              f"one of {', '.join(ROLES)}")
+        if not isinstance(msg.get("content"), str):
+            raise ConfigError(f"{where}: message {k}: field 'content' must be text")
+        if not isinstance(msg.get("memlab", {}), dict):
+            raise ConfigError(f"{where}: message {k}: field 'memlab' must be an object")
+    return messages
 
 
 def _history_event(index: int, msg: dict[str, Any]) -> SuiteEvent:
@@ -186,38 +246,58 @@ def _history_event(index: int, msg: dict[str, Any]) -> SuiteEvent:
                       timestamp=meta.get("timestamp"), metadata=meta.get("metadata", {}))
 
 
-def _build_events(messages: list[dict[str, Any]], rows: list[dict[str, str]],
-                  path: Path) -> list[SuiteEvent]:
-    by_end: dict[int, list[dict[str, str]]] = {}
-    for row in rows:
-        by_end.setdefault(int(row["end_index_in_shared_context"]), []).append(row)
+def _build_events(messages: list[dict[str, Any]], numbered: list[tuple[int, dict[str, str]]],
+                  path: Path, contexts: Path) -> list[SuiteEvent]:
+    by_end: dict[int, list[tuple[int, dict[str, str]]]] = {}
+    for number, row in numbered:
+        by_end.setdefault(int(row["end_index_in_shared_context"]), []).append((number, row))
     events: list[SuiteEvent] = []
     last_max = max(by_end, default=0)
     for position in range(len(messages) + 1):
-        for row in by_end.get(position, []):
-            events.append(_question(len(events), row, path))
+        for number, row in by_end.get(position, []):
+            events.append(_question(len(events), row, path, number))
         if position >= min(len(messages), last_max):
             continue
         msg = messages[position]
         if msg["role"] == "user":
-            events.append(_history_event(len(events), msg))
+            try:
+                events.append(_history_event(len(events), msg))
+            except ValidationError as exc:
+                raise ConfigError(f"{contexts}: message {position}: field 'memlab': "
+                                  f"{fields_message(exc.errors())}") from None
         elif msg["role"] == "assistant" and events and events[-1].kind != "question":
             prev = events[-1]
             prev.reply = msg["content"] if prev.reply is None else f"{prev.reply}\n{msg['content']}"
     return events
 
 
-def _question(index: int, row: dict[str, str], path: Path) -> SuiteEvent:
-    options = parse_options(row["all_options"])
+def _question(index: int, row: dict[str, str], path: Path, number: int) -> SuiteEvent:
+    where = f"{path}: row {number}: "
+    options = parse_options(row["all_options"], where)
     answer = row["correct_answer"].strip().strip("()").lower()
     if len(answer) != 1 or not 0 <= ord(answer) - ord("a") < len(options):
-        raise ConfigError(f"{path}: question {row.get('question_id')}: field 'correct_answer' "
+        raise ConfigError(f"{where}question {row.get('question_id')}: field 'correct_answer' "
                           f"{row['correct_answer']!r} is not one of the options")
-    extra = json.loads(row["memlab_metadata"]) if row.get("memlab_metadata") else {}
+    extra = _memlab_metadata(row, path, number)
     meta = extra.get("metadata") or {"question_type": row.get("question_type"),
                                      "topic": row.get("topic")}
-    return SuiteEvent(index=index, kind="question", text=row["user_question_or_message"],
-                      test_id=row.get("question_id"), test_type=row.get("question_type"),
-                      session_id=extra.get("session_id"), timestamp=extra.get("timestamp"),
-                      store=False, options=options, answer_index=ord(answer) - ord("a"),
-                      evidence=extra.get("evidence") or [], metadata=meta)
+    try:
+        return SuiteEvent(index=index, kind="question", text=row["user_question_or_message"],
+                          test_id=row.get("question_id"), test_type=row.get("question_type"),
+                          session_id=extra.get("session_id"), timestamp=extra.get("timestamp"),
+                          store=False, options=options, answer_index=ord(answer) - ord("a"),
+                          evidence=extra.get("evidence") or [], metadata=meta)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}field 'memlab_metadata': {fields_message(exc.errors())}"
+                          ) from None
+
+
+def _memlab_metadata(row: dict[str, str], path: Path, number: int) -> dict[str, Any]:
+    """memlab's own ``memlab_metadata`` column: a JSON object ({} when absent)."""
+    if not row.get("memlab_metadata"):
+        return {}
+    field = f"row {number}: field 'memlab_metadata'"
+    extra = parse_json(row["memlab_metadata"], path, "questions file", field)
+    if not isinstance(extra, dict):
+        raise ConfigError(f"{path}: {field}: must be a JSON object, got {type(extra).__name__}")
+    return extra

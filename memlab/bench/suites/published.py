@@ -9,7 +9,6 @@ malformed file raises ConfigError naming the file, the sample and the field, nev
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
@@ -21,7 +20,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from memlab.bench.base import Response, Suite, SuiteEvent, TestScore
+from memlab.bench.suites.options import bool_option, is_count
 from memlab.errors import ConfigError, fields_message
+from memlab.userfiles import parse_json
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -40,7 +41,8 @@ def load_json(path: str | Path | None, suite: str) -> DataFile:
     """The JSON file at ``path`` (cached per path, size and modification time).
 
     Raises:
-        ConfigError: no path given, no such file, or not UTF-8 JSON (naming the file).
+        ConfigError: no path given, no such file, or not UTF-8 JSON (naming the file; JSON
+            nested too deeply to read included).
     """
     if not path:
         raise ConfigError(f"field 'suite_options.data': suite {suite!r} reads its published "
@@ -49,16 +51,13 @@ def load_json(path: str | Path | None, suite: str) -> DataFile:
     if not file.is_file():
         raise ConfigError(f"{file}: no such file (suite {suite!r}, option 'data')")
     stat = file.stat()
-    return _parsed(str(file.resolve()), stat.st_size, stat.st_mtime_ns)
+    return _parsed(str(file.resolve()), stat.st_size, stat.st_mtime_ns, suite)
 
 
 @lru_cache(maxsize=4)
-def _parsed(path: str, size: int, mtime_ns: int) -> DataFile:
+def _parsed(path: str, size: int, mtime_ns: int, suite: str) -> DataFile:
     raw = Path(path).read_bytes()
-    try:
-        content = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not a UTF-8 JSON file ({exc})") from None
+    content = parse_json(raw, path, f"{suite} data file")
     return DataFile(Path(path), hashlib.sha256(raw).hexdigest(), content)
 
 
@@ -94,7 +93,12 @@ def select(items: Sequence[T], wanted: int | list[str] | None, key: Callable[[T]
     """
     if wanted is None:
         return list(items)
-    if isinstance(wanted, int) and not isinstance(wanted, bool):
+    if not (is_count(wanted) or isinstance(wanted, str) or isinstance(wanted, list) and wanted
+            and all(isinstance(name, str) for name in wanted)):
+        raise ConfigError(f"field 'suite_options.{option}': {wanted!r} must be a count (a whole "
+                          "number of at least 1), an id, or a list of ids (e.g. "
+                          f"{option}=[{key(items[0]) if items else 'id'}])")
+    if isinstance(wanted, int):
         if wanted < 1:
             raise ConfigError(f"field 'suite_options.{option}': {wanted} must be at least 1")
         return list(items[:wanted])
@@ -128,22 +132,36 @@ class PublishedSuite(Suite):
 
     whole_history = True  # a question may need any turn of its conversation
     units: list[Any]
+    file: DataFile
     judge: Any = None
     _events: list[SuiteEvent] | None = None
 
     @classmethod
     def _build(cls, *, span: int, seed: int, llm: Any, **options: Any) -> PublishedSuite:
-        judge = llm if options.pop("judge", True) else None
+        judge = llm if bool_option(options.pop("judge", True), "judge") else None
         return cls(span=span, seed=seed, judge=judge,
                    count_tokens=getattr(llm, "count_tokens", None), **options)
 
     def events(self) -> list[SuiteEvent]:
+        """Every unit's turns and questions.
+
+        Raises:
+            ConfigError: the options select no question (a run would measure nothing); the
+                message says why (``_no_questions``).
+        """
         if self._events is None:
             events: list[SuiteEvent] = []
             for unit in self.units:
                 self._add_unit(unit, events)
+            if not any(event.kind == "question" for event in events):
+                raise ConfigError(f"suite {self.name!r}, {self.file.path}: {self._no_questions()}"
+                                  "; a run would measure nothing")
             self._events = events
         return self._events
+
+    def _no_questions(self) -> str:
+        """Why the options select no question (the suite knows its options best)."""
+        return "these options select no question"
 
     @abstractmethod
     def _add_unit(self, unit: Any, events: list[SuiteEvent]) -> None:
