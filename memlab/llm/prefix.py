@@ -118,6 +118,9 @@ class PrefixStates:
         n = len(parked.tokens)
         llama.input_ids[:n] = parked.tokens
         llama.n_tokens = n
+        # the logits in the context are the last live call's: an exact repeat of the parked
+        # prompt must evaluate its last token again, not sample from them
+        llama._requires_eval = True
         self.restored += 1
 
 
