@@ -68,16 +68,16 @@ def test_common_prefix_counts_shared_leading_tokens():
 
 
 def test_an_exact_repeat_of_a_parked_prompt_is_answered_afresh():
-    """A one-letter reply leaves the parked state exactly the prompt long: the repeat must
+    """A one-token reply leaves the parked state exactly the prompt long: the repeat must
     evaluate its last token again, not sample from the logits of the call in between."""
     llm = _local(512, 2564)
     question = [{"role": "system", "content": EXTRACT},
                 {"role": "user", "content": "Which letter comes first in the alphabet?"}]
-    first = llm.complete(question, max_tokens=2, choices=["A", "B", "C", "D"])
+    first = llm.complete(question, max_tokens=1, choices=["A", "B", "C", "D"])
     for i in range(2):  # another family in between, ending on other logits
         llm.complete([{"role": "system", "content": COMPRESS},
                       {"role": "user", "content": f"Episode {i}: D D D D D"}], max_tokens=4)
-    again = llm.complete(question, max_tokens=2, choices=["A", "B", "C", "D"])
+    again = llm.complete(question, max_tokens=1, choices=["A", "B", "C", "D"])
     assert llm._loaded.prefixes.restored >= 1
     assert again.prompt_tokens_reused == again.prompt_tokens - 1
     assert again.text == first.text
