@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from faults_helpers import digest, visible_lines
-from test_bad_input_cli import RUN, assert_unchanged, call_main
+from test_bad_input_cli import RUN, assert_unchanged, call_main, write
 from test_bad_input_personamem import CONTEXT, nine_rows, row
 from test_bad_input_personamem import digests as file_digests
 from test_bad_input_personamem import write as write_personamem
@@ -60,14 +60,6 @@ def workdir(tmp_path, monkeypatch, finished) -> Path:
     monkeypatch.setenv("MEMLAB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(work)
     return work
-
-
-def write(path: str, data: bytes | str) -> Callable[[Path], None]:
-    def setup(work: Path) -> None:
-        target = work / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data if isinstance(data, bytes) else data.encode())
-    return setup
 
 
 def nothing(work: Path) -> None:
