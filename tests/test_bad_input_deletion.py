@@ -267,3 +267,32 @@ def test_serve_and_deleting_its_sessions_keep_the_users_files(work):
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     assert_kept(before, mine)
+
+
+def test_serve_refuses_a_default_session_folder_holding_the_users_files(work):
+    """The seed's ``POST /turn`` makes the ``default`` session in ``sessions/default/``: a user's
+    folder of that name is kept as it is, and the turn answers 503 naming the session and the
+    rule (the server's path only in its log); other sessions still work."""
+    from test_server_http import start_serve, wait_healthy
+
+    mine = users_folder(work / "mine")
+    users_folder(mine / "sessions" / "default")
+    before = digest(mine)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start_serve(mine, port)
+    try:
+        wait_healthy(url, proc)
+        for _ in range(2):  # refused again, not made on the second try
+            reply = httpx.post(f"{url}/turn", json={"message": "hi", "history": ""})
+            assert reply.status_code == 503, reply.text
+            assert set(reply.json()) == {"error"}
+            assert reply.json()["error"].startswith("session 'default': its folder holds files")
+            assert RULE in reply.json()["error"] and str(mine) not in reply.json()["error"]
+        sid = httpx.post(f"{url}/sessions", json={}).json()["id"]
+        assert httpx.post(f"{url}/sessions/{sid}/turn", json={"message": "hi"}).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, log = proc.communicate(timeout=30)
+    assert_kept(before, mine)
+    assert str(mine / "sessions" / "default") in log  # the server's log names the folder

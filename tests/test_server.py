@@ -17,6 +17,7 @@ from memlab.embed.hashing import HashingEmbedder
 from memlab.llm.fake import FakeLLM
 from memlab.memory.base import CONDITIONS
 from memlab.server import SessionManager, create_app
+from memlab.userfiles import OWNED_MARK
 
 
 def open_client(workdir, llm=None, condition="rag", **settings):
@@ -258,6 +259,7 @@ def test_a_turn_given_up_while_waiting_for_its_session_is_never_generated(tmp_pa
 
 def test_a_default_session_folder_left_half_deleted_is_not_revived(tmp_path):
     (tmp_path / "sessions" / "default").mkdir(parents=True)  # a crash between unlink and rmtree
+    (tmp_path / "sessions" / "default" / OWNED_MARK).touch()  # memlab made the folder
     (tmp_path / "sessions" / "default" / "journal.jsonl").write_text(
         '{"kind": "turn", "turn_number": 1, "user": "old", "assistant": "x", '
         '"timestamp": "2024-01-01T00:00:00+00:00"}\n')

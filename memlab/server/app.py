@@ -42,7 +42,12 @@ from memlab.models.api import (
     TurnRequest,
 )
 from memlab.server.guard import BodyGuard
-from memlab.server.sessions import SessionManager, Ticket, UnknownSessionError
+from memlab.server.sessions import (
+    ForeignFolderError,
+    SessionManager,
+    Ticket,
+    UnknownSessionError,
+)
 
 log = logging.getLogger(__name__)
 POLL_S = 0.05  # how often a waiting route checks its deadline and its client
@@ -56,8 +61,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         408: "the body did not arrive within MEMLAB_SERVER_READ_TIMEOUT_S",
         413: "body too large", 422: "a field breaks a rule (named in the error)",
         502: "the model call failed (nothing stored)",
-        503: "a store is unavailable, a session's files are damaged (the server log names "
-             "them), or the server is shutting down",
+        503: "a store is unavailable, a session's files are damaged or its folder holds files "
+             "memlab did not create (the server log names them), or the server is shutting down",
         504: "no answer within the deadline (nothing stored)"}.items()}
 
 
@@ -255,10 +260,13 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def config(_request: Request, exc: ConfigError) -> JSONResponse:
         return error(422, str(exc))
 
-    @app.exception_handler(DamagedFileError)
-    async def damaged(_request: Request, exc: DamagedFileError) -> JSONResponse:
+    async def server_files(_request: Request,
+                           exc: DamagedFileError | ForeignFolderError) -> JSONResponse:
         log.error("%s", exc)  # the path stays in the server's log, out of the reply
         return error(503, exc.public)
+
+    app.add_exception_handler(DamagedFileError, server_files)
+    app.add_exception_handler(ForeignFolderError, server_files)
 
     @app.exception_handler(MemlabError)
     async def unavailable(_request: Request, exc: MemlabError) -> JSONResponse:

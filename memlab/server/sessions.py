@@ -1,9 +1,11 @@
 """The agent server's sessions: one Agent each, with its own scoped memory and journal.
 
 A session lives in ``<workdir>/sessions/<id>/``: ``session.json`` (what it is),
-``journal.jsonl`` (every acknowledged step, appended and fsync'ed before the server answers) and
-``stores/<incarnation>/`` (the condition's embedded stores). Its memory scope carries the session id and an
-incarnation number, so two sessions never share a key even on a shared Redis or chroma server.
+``journal.jsonl`` (every acknowledged step, appended and fsync'ed before the server answers),
+``stores/<incarnation>/`` (the condition's embedded stores) and ``.memlab-owned`` (memlab made the
+folder; one already there holding anything else is refused, as memlab deletes only what it
+created). Its memory scope carries the session id and an incarnation number, so two sessions
+never share a key even on a shared Redis or chroma server.
 
 A session not in memory (the server restarted) is rebuilt on first use: ``stores/`` is emptied
 and the journal is replayed through the same Agent calls (a turn's recall, then its store; a
@@ -44,6 +46,7 @@ from memlab.models.api import (
     TurnRequest,
 )
 from memlab.stores.base import run_namespace
+from memlab.userfiles import OWNED_MARK, claim_folder
 
 META, JOURNAL, STORES = "session.json", "journal.jsonl", "stores"
 DEFAULT_SESSION = "default"
@@ -51,6 +54,18 @@ DEFAULT_SESSION = "default"
 
 class UnknownSessionError(MemlabError):
     """No session has this id (never created, or deleted)."""
+
+
+class ForeignFolderError(MemlabError):
+    """A session's folder holds files memlab did not create, so memlab may not make the
+    session there: the message names the folder (for the server's log), ``public`` only the
+    session (for a client that must not learn the server's paths)."""
+
+    def __init__(self, folder: Path, session_id: str):
+        rule = ("holds files memlab did not create, and memlab deletes only what it created; "
+                "move them out of the server's sessions folder")
+        super().__init__(f"session folder {str(folder)!r}: {rule}")
+        self.public = f"session {session_id!r}: its folder {rule} (the server's log names it)"
 
 
 class Ticket:
@@ -138,9 +153,7 @@ class SessionManager:
                            max_tokens=request.max_tokens, created_at=utc_now())
         with self._lock:
             self._check_running()
-            folder = self.root / info.id
-            shutil.rmtree(folder, ignore_errors=True)  # left without session.json by a crash
-            folder.mkdir(parents=True)
+            folder = self._new_folder(info.id)
             write_json_atomic(folder / META, {**info.model_dump(mode="json"), "incarnation": 0})
             self._sessions[info.id] = self._open(info, folder, incarnation=0)
         return info
@@ -257,6 +270,20 @@ class SessionManager:
         return session.info.model_copy(update={"turns": session.agent.turn_number})
 
     # ----------------------------------------------------------------- parts
+    def _new_folder(self, session_id: str) -> Path:
+        """The session's folder, new and marked as memlab's: a folder memlab made and a crash
+        left without ``session.json`` is emptied; anything else already there is refused.
+
+        Raises:
+            ForeignFolderError: the folder (``default``'s, say) holds files memlab did not create.
+        """
+        folder = self.root / session_id
+        if (folder / OWNED_MARK).is_file():
+            shutil.rmtree(folder)
+        elif folder.exists() and not (folder.is_dir() and not any(folder.iterdir())):
+            raise ForeignFolderError(folder, session_id)
+        return claim_folder(folder, "session folder")
+
     def _open(self, info: SessionInfo, folder: Path, *, incarnation: int) -> Session:
         scope = Scope(user_id=info.user_id, agent_id=f"{info.agent_id}/{info.id}/{incarnation}")
         workdir = folder / STORES / str(incarnation)
