@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from memlab.errors import MemlabError
+from memlab.llm.base import LLMClient
 from memlab.models.taskforce import (
     Action,
     ActionType,
@@ -33,11 +34,10 @@ from memlab.models.taskforce import (
     TodoList,
 )
 from memlab.taskforce.lessons import extract_lessons
-from memlab.taskforce.planner import execution_order
+from memlab.taskforce.planner import Planner, execution_order
+from memlab.taskforce.repository import TaskforceRepository
 from memlab.taskforce.steps import StepDecision
-
-if TYPE_CHECKING:
-    from memlab.taskforce.react import TaskforceAgent
+from memlab.taskforce.tools import Toolbox
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +48,37 @@ ANSWER_STEP = ("Answer the mission: the value or text it asks for, taken from th
 ANSWER_CRITERION = "the mission is done and its answer is given"
 
 
+class StepAgent(Protocol):
+    """What a session asks of the agent running it (``react.TaskforceAgent``): its parts and
+    limits, and the model's decision for each step."""
+
+    llm: LLMClient
+    repo: TaskforceRepository
+    planner: Planner
+    toolbox: Toolbox
+    max_steps_per_item: int
+    max_replans: int
+    check_results: bool
+
+    def decide(self, run: SessionRun, position: int) -> StepDecision:
+        """The Thought and Action for item ``position``'s next step."""
+
+    def compose_answer(self, run: SessionRun) -> StepDecision:
+        """The answer item's step: the mission's answer, then finish."""
+
+    def step_done(self, run: SessionRun, position: int, result: Any) -> bool:
+        """Whether ``result`` completes item ``position``."""
+
+
 class SessionRun:
     """The mutable bookkeeping of one session (kept off the agent so sessions never mix).
 
     Args:
+        agent: the agent running the session (see ``StepAgent``).
         state: the latest State of a session to resume (None: a new session).
     """
 
-    def __init__(self, agent: TaskforceAgent, session: Session, state: State | None = None):
+    def __init__(self, agent: StepAgent, session: Session, state: State | None = None):
         self.agent, self.session, self.repo = agent, session, agent.repo
         saved: dict[str, Any] = state.state_json if state else {}
         self.version = state.version if state else 0
