@@ -32,7 +32,7 @@ from memlab.bench.runner import (  # noqa: E402
 from memlab.bench.runner import run as run_spec  # noqa: E402
 from memlab.bench.spec import RunSpec  # noqa: E402
 from memlab.embed.hashing import HashingEmbedder  # noqa: E402
-from memlab.errors import ConfigError  # noqa: E402
+from memlab.errors import ConfigError, MemlabError  # noqa: E402
 from memlab.llm.fake import FakeLLM  # noqa: E402
 from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySystem  # noqa: E402
 
@@ -343,6 +343,52 @@ def test_replay_with_a_different_prompt_gets_the_recorded_answer(tmp_path, monke
     manifest = json.loads((part / "manifest.json").read_text())["counts"]
     assert llm.calls == 2 and manifest["llm_calls_paid"] == 6  # nothing paid twice
     assert manifest["llm_calls_replayed"] == 4 and manifest["llm_calls_mismatched"] == 4
+
+
+class TimedMemory(ScriptedMemory):
+    """Counts one second of add time per stored exchange (as a peer's ``add_seconds``); stops
+    the run at its ``stop_at``-th exchange; notes the manifest on disk when the process starts."""
+
+    stop_at: int | None = None
+    manifests: list[dict] = []
+
+    def observe(self, exchange: Exchange) -> None:
+        if not self.exchanges:
+            run_dir = next(d for d in self.workdir.parents if (d / "manifest.json").exists())
+            self.manifests.append(json.loads((run_dir / "manifest.json").read_text()))
+        if len(self.exchanges) + 1 == self.stop_at:
+            raise MemlabError("stopped for the test")
+        super().observe(exchange)
+
+    def stats(self):
+        return {"stored": len(self.exchanges), "add_seconds": float(len(self.exchanges))}
+
+
+def timed_factory(condition, *, llm, embedder, workdir, scope, memory_llm=None, namespace=None):
+    return Agent(TimedMemory(scope, llm=llm, embedder=embedder, workdir=workdir), llm)
+
+
+def test_a_resumed_runs_add_seconds_sum_every_process(tmp_path, monkeypatch):
+    """Three processes: stopped at the 4th stored exchange (3 stored), at the 9th (8 stored,
+    3 of them replayed), then to the end (15, 8 replayed): add seconds 3 + 8 + 15; the stats
+    the replay rebuilds (``stored``) are the last process's."""
+    suite = TinySuite()
+    monkeypatch.setattr(TimedMemory, "manifests", [])
+    for stop_at in (4, 9):
+        monkeypatch.setattr(TimedMemory, "stop_at", stop_at)
+        with pytest.raises(MemlabError, match="stopped for the test"):
+            run(suite, "vanilla", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+                progress=False, agent_factory=timed_factory)
+    monkeypatch.setattr(TimedMemory, "stop_at", None)
+    run_dir = run(suite, "vanilla", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+                  progress=False, agent_factory=timed_factory)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["resumes"] == 2
+    assert manifest["memory_stats"] == {"stored": 15, "add_seconds": 3.0 + 8.0 + 15.0}
+    # while a process runs, the earlier processes' totals stay in the manifest (a process
+    # killed before it finishes loses only its own)
+    assert [(m or {}).get("add_seconds") for m in
+            [m.get("memory_stats") for m in TimedMemory.manifests]] == [None, 3.0, 11.0]
 
 
 # ---------------------------------------------------------------------------- kill -9 + resume

@@ -13,6 +13,10 @@ recorded turn. Replaying (rather than persisting the store) rebuilds the memory 
 process had, access counts and auto-sleep cycles included, with nothing to keep consistent
 between a store and the journals; memory ids repeat because memlab draws them from a generator
 seeded by the run for its duration (``memlab.models.seed_ids``).
+The manifest's ``memory_stats`` are the rebuilt memory's (its counts and model calls as one
+process would have them), but a stat each process times for itself (``PROCESS_TOTALS``: a peer's
+``add_seconds``) is summed over the run's processes, the replay's adds included; a process killed
+before it finished (kill -9) leaves no total to add.
 
 Table 2 protocol (``probes_sleep=True``): after the conversation the suite's questions are asked
 again without being stored (phase ``pre_sleep``), ``Agent.sleep()`` is forced, and they are asked
@@ -73,6 +77,9 @@ AgentFactory = Callable[..., Agent]
 TIMING_FIELDS = ("llm_latency_s", "memory_latency_s",  # the only fields a replay may change
                  "recall_latency_s")
 CYCLE_TIMING_FIELDS = ("started_at", "finished_at", "phase_durations_s")
+# memory stats each process measures for itself (wall time, a peer's adds): a resumed run's
+# manifest sums them over its processes; the others (counts, model calls) the replay rebuilds
+PROCESS_TOTALS = ("add_seconds",)
 
 
 @dataclass(frozen=True)
@@ -313,9 +320,11 @@ class _RunSession:
         self.store, self.factory = store, factory
         self.agents: dict[str, Agent] = {}  # open agents by user (one per conversation)
         self.memory_stats: dict[str, dict[str, Any]] = {}  # by user, taken at close
+        self.earlier_stats: dict[str, dict[str, Any]] = {}  # the run's earlier processes'
         self.left: set[str] = set()  # users whose conversation is over and memory closed
         self.events_by_user: dict[str, dict[int, int]] = {}
         first = next((e.user_id for e in suite.events() if e.user_id), None)
+        self.first_user = first or self.default_user
         try:
             self._use(first)
         except BaseException:
@@ -380,9 +389,21 @@ class _RunSession:
             "started_at": old.get("started_at") or _now(), "finished_at": None,
             "status": "running", "error": None, "resumes": old.get("resumes", -1) + 1,
             "counts": {"resumed_from_turn": len(self.recorded)},
+            # kept until this process finishes, so a process killed first loses only its own
+            "memory_stats": old.get("memory_stats"),
         }
+        self.earlier_stats = self._by_user(old.get("memory_stats"))
         write_json_atomic(self.run_dir / "manifest.json", manifest)
         return manifest
+
+    def _by_user(self, stats: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+        """A manifest's ``memory_stats`` by user: one user's are recorded unkeyed, and that
+        user is the suite's first (conversations run in order, each once)."""
+        if not stats:
+            return {}
+        if len(stats) > 1 and all(isinstance(v, dict) for v in stats.values()):
+            return stats
+        return {self.first_user: stats}
 
     def finish(self, manifest: dict[str, Any], *, status: str, **extra: Any) -> None:
         quietly = status == "failed"
@@ -391,7 +412,9 @@ class _RunSession:
         for close in (self._stack.close, self.writer.close,
                       *(agent.memory.close for agent in self.agents.values())):
             _close(close, quietly=quietly)
-        stats = self.memory_stats
+        stats = {**self.earlier_stats, **{
+            user: _with_earlier(now, self.earlier_stats.get(user))
+            for user, now in self.memory_stats.items()}}
         manifest.update(status=status, finished_at=_now(), sleep_stats=self.sleep_stats,
                         failed_calls=self.failures.summary(),
                         memory_stats=next(iter(stats.values())) if len(stats) == 1 else stats)
@@ -581,6 +604,15 @@ def strip_timing(record: dict[str, Any]) -> dict[str, Any]:
         out["cycle_stats"] = {k: v for k, v in out["cycle_stats"].items()
                               if k not in CYCLE_TIMING_FIELDS}
     return out
+
+
+def _with_earlier(stats: dict[str, Any], earlier: dict[str, Any] | None) -> dict[str, Any]:
+    """One user's memory stats of this process with the ``PROCESS_TOTALS`` of the run's
+    earlier processes (``earlier``, as their manifest recorded them) added."""
+    summed = {key: round(stats[key] + earlier[key], 3) for key in PROCESS_TOTALS
+              if isinstance(stats.get(key), int | float)
+              and isinstance((earlier or {}).get(key), int | float)}
+    return {**stats, **summed}
 
 
 def cycle_seconds(stats: dict[str, Any] | None) -> float:

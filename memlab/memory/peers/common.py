@@ -177,7 +177,8 @@ class PeerMemory(MemorySystem):
 
     def stats(self) -> dict[str, Any]:
         """Calls, tokens and seconds of the library's model calls, parse failures, failed
-        turns, search latency (p50/p95 seconds) and add wall time."""
+        turns, search latency (p50/p95 seconds) and add wall time (this process's: a resumed
+        run's manifest sums it over the run's processes, ``bench.runner.PROCESS_TOTALS``)."""
         calls = self.chat.stats.model_dump()
         return {**self.counts, "llm": calls, "failures": self.failures[:20],
                 "add_seconds": round(self.add_seconds, 3),
