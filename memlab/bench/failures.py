@@ -193,8 +193,12 @@ def disk_full(exc: BaseException | None, folder: Path | None = None) -> bool:
 
 def disk_full_error(exc: BaseException, run_dir: Path) -> BaseException:
     """``exc``, or for a full disk however a library words it, one ``OSError(ENOSPC)`` naming the
-    run folder (the command then says what to do)."""
-    if not disk_full(exc, run_dir) or (isinstance(exc, OSError) and exc.errno == errno.ENOSPC):
+    run folder (the command then says what to do): an ENOSPC that names no file (a write or
+    fsync on an open file says none) gets the run folder's name."""
+    if not disk_full(exc, run_dir):
         return exc
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return exc if exc.filename else OSError(errno.ENOSPC, exc.strerror or str(exc),
+                                                 str(run_dir))
     return OSError(errno.ENOSPC, f"No space left on device ({type(exc).__name__}: "
                                  f"{str(exc)[:160]})", str(run_dir))

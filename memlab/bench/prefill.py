@@ -40,4 +40,4 @@ def totals(calls: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
 
 def run_totals(run_dir: Path) -> dict[str, dict[str, int]]:
     """``totals`` of the run in ``run_dir`` (its calls.jsonl)."""
-    return totals(read_jsonl(Path(run_dir) / "calls.jsonl", repair=True))
+    return totals(read_jsonl(Path(run_dir) / "calls.jsonl"))  # reads only: never repairs
