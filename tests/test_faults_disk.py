@@ -131,10 +131,6 @@ def test_the_reserved_room_is_given_back_when_a_run_ends(tmp_path):
 def test_a_full_disk_error_naming_no_file_names_the_run_folder(tmp_path):
     """A write or fsync on an open file fails with ENOSPC and no file name: the line the
     command prints must still say which run to resume."""
-    import errno
-
-    from memlab.bench.failures import disk_full_error
-
     bare = disk_full_error(OSError(errno.ENOSPC, "No space left on device"), tmp_path / "run")
     assert bare.errno == errno.ENOSPC and bare.filename == str(tmp_path / "run")
     named = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "run" / "a.jsonl"))
