@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from memlab.docqa import ConversationLog, DocumentQA
-from memlab.docqa_http import docqa_router
+from memlab.docqa.http import docqa_router
 from memlab.embed.hashing import HashingEmbedder
 from memlab.llm.fake import FakeLLM
 from memlab.stores.vector import ChromaVectorStore

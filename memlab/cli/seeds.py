@@ -120,7 +120,7 @@ def _add_taskforce(commands) -> None:
 # --- docqa --------------------------------------------------------------------------------------
 def cmd_docqa(args: argparse.Namespace) -> int:
     from memlab import lab
-    from memlab.docqa_ingest import read_documents
+    from memlab.docqa.ingest import read_documents
     from memlab.models.retrieval import Query
 
     writable_folder(args.workdir, "--workdir")  # a file there is the user's mistake: exit 2

@@ -27,7 +27,7 @@ def extra_routers(*, llm: Any, embedder: Any, workdir: Path,
     (default ``<workdir>/docqa``).
     """
     from memlab.docqa import DocumentQA
-    from memlab.docqa_http import docqa_router
+    from memlab.docqa.http import docqa_router
 
     docs = Path(docs) if docs is not None else Path(workdir) / "docqa"
     return [docqa_router(DocumentQA.from_settings(llm, embedder, docs))]

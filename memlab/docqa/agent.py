@@ -1,6 +1,6 @@
 """Document QA (seed 001): ingest documents, answer Queries with cited RetrievedChunks.
 
-:meth:`DocumentQA.ingest` splits documents into chunks (:mod:`memlab.docqa_ingest`), embeds
+:meth:`DocumentQA.ingest` splits documents into chunks (:mod:`memlab.docqa.ingest`), embeds
 each into a VectorEmbedding (one dimensionality per collection) and stores them.
 :meth:`DocumentQA.ask` moves the Query PENDING -> PROCESSING -> COMPLETED, or to FAILED with
 the error recorded when anything goes wrong, and returns an AgentResponse that cites its sources.
@@ -27,14 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memlab.bench.runlog import read_numbered
 from memlab.config import Settings
-from memlab.docqa_ingest import (  # noqa: F401 - re-exported: the seed's document vocabulary
-    DocumentChunk,
-    chunk_document,
-    embed_chunks,
-    read_documents,
-    split_pages,
-    split_paragraphs,
-)
+from memlab.docqa.ingest import DocumentChunk, chunk_document, embed_chunks, read_documents
 from memlab.embed.base import Embedder
 from memlab.errors import ConfigError, DamagedFileError, StructuredOutputError
 from memlab.llm.base import LLMClient, Message

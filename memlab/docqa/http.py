@@ -22,7 +22,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ValidationError
 
-from memlab.docqa import DocumentQA
+from memlab.docqa.agent import DocumentQA
 from memlab.errors import DamagedFileError, fields_message
 from memlab.models.retrieval import Query
 
