@@ -12,8 +12,8 @@ words of the sentence to say and a word of when to say it); a negative is *store
 when any LLM candidate survives the check (for small talk that is a faithful but useless fact,
 "The user tidied their desk."; for a question it would be an invented one).
 
-The prompt was developed on ``--seed 0 --per-kind 4``; the results in the README are on the
-held-out ``--seed 1 --per-kind 8``: no item, aside, colour or name of the development set
+The prompt was developed on ``--seed 0 --per-kind 4``; the results in docs/conditions/hybrid.md
+are on the held-out ``--seed 1 --per-kind 8``: no item, aside, colour or name of the development set
 (``DEVELOPMENT``). The instructions held out are the LTM suite's own five triggers and three
 more; the development set has four others.
 

@@ -7,7 +7,7 @@ same questions in every condition: comparisons are paired) and the questions evi
 is measured on, and states the smallest paired difference the grid detects (exact McNemar,
 80% power, alpha 0.05), so a grid's power is known before anything runs.
 
-Three sizes ship: ``quick`` (``make paper``), ``standard`` (the README's findings) and ``full``.
+Three sizes ship: ``quick`` (``make paper``), ``standard`` (the README's headline) and ``full``.
 ``peers`` runs mem0 and LangMem beside vanilla, rag, hybrid and sleep at the quick sizes, every
 memory on the 1.5B model (``memlab paper --spec peers``; docs/peers.md).
 """
