@@ -29,8 +29,7 @@ paper: $(STAMP)
 paper-full: $(STAMP)
 	$(BIN)/memlab paper --full
 
-lab: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[lab]"
+lab: $(STAMP)  # JupyterLab comes with the dev extra (it holds the lab extra)
 	$(BIN)/memlab lab
 
 lint: $(STAMP)

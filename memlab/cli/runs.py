@@ -37,6 +37,8 @@ folder, so relative result paths (results/manual) land there too.
 
 In a source checkout (pip install -e .), JupyterLab opens memlab/notebooks/ itself, so an edit
 lands in git; commit it stripped (nbstripout). --dir makes a working copy there too.
+
+As root (a container, a VM) JupyterLab is started with --allow-root, which it needs there.
 """
 
 
@@ -269,9 +271,25 @@ def cmd_lab(args: argparse.Namespace) -> int:
         raise MissingDependencyError("JupyterLab is not installed: pip install 'memlab[lab]' "
                                      "(or make lab)")
     folder = _lab_folder(args.dir)
-    command = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={folder}",
-               f"--port={args.port}"] + (["--no-browser"] if args.no_browser else [])
-    return subprocess.call(command)
+    as_root = _running_as_root()
+    if as_root:
+        print("lab: running as root: JupyterLab started with --allow-root", file=sys.stderr)
+    sys.stdout.flush()  # our lines before JupyterLab's, also when the output is a file
+    return subprocess.call(jupyterlab_command(folder, args.port, browser=not args.no_browser,
+                                              as_root=as_root))
+
+
+def jupyterlab_command(folder: Path, port: int, *, browser: bool, as_root: bool) -> list[str]:
+    """How ``memlab lab`` starts JupyterLab on ``folder``.
+
+    As root (a container, a VM) JupyterLab refuses to start without ``--allow-root``.
+    """
+    return ([sys.executable, "-m", "jupyterlab", f"--notebook-dir={folder}", f"--port={port}"]
+            + ([] if browser else ["--no-browser"]) + (["--allow-root"] if as_root else []))
+
+
+def _running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0  # no geteuid on Windows
 
 
 def _lab_folder(directory: str | None) -> Path:
