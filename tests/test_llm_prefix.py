@@ -81,3 +81,43 @@ def test_an_exact_repeat_of_a_parked_prompt_is_answered_afresh():
     assert llm._loaded.prefixes.restored >= 1
     assert again.prompt_tokens_reused == again.prompt_tokens - 1
     assert again.text == first.text
+
+
+def test_greedy_first_grammar_checks_give_the_grammars_own_tokens(monkeypatch):
+    """Checking only the greedy token against the grammar (the full pass when it breaks it)
+    writes the very tokens llama-cpp-python's full pass at every step writes."""
+    from contextlib import contextmanager, nullcontext
+
+    from pydantic import BaseModel
+
+    import memlab.llm.local as local
+    from memlab.llm.sampling import greedy_first
+    from memlab.llm.structured import prompt_schema
+
+    class Facts(BaseModel):
+        subject: str
+        facts: list[str]
+
+    schema = prompt_schema(Facts, max_items=3, max_chars=60)
+    asks = [([{"role": "system", "content": EXTRACT},
+              {"role": "user", "content": f"User: I moved to Lisbon in {2015 + i} and I keep "
+                                          "two cats.\nAI: Noted."}], {"json_schema": schema})
+            for i in range(2)]
+    asks.append(([{"role": "user", "content": "Which is a colour? A. table B. red C. run"}],
+                 {"choices": ["A", "B", "C"]}))
+    samplers = []
+
+    @contextmanager
+    def counted(llama):
+        with greedy_first(llama) as made:
+            yield made
+        samplers.extend(made)
+
+    llm = _local(0, 2565)
+    monkeypatch.setattr(local, "greedy_first", counted)
+    fast = [llm.complete(m, max_tokens=48, **c) for m, c in asks]
+    monkeypatch.setattr(local, "greedy_first", lambda llama: nullcontext([]))
+    plain = [llm.complete(m, max_tokens=48, **c) for m, c in asks]
+    assert [r.text for r in fast] == [r.text for r in plain]
+    assert fast[0].text.startswith("{") and fast[2].text in ("A", "B", "C")
+    assert len(samplers) == 3 and sum(s.checked for s in samplers) > sum(s.full for s in samplers)

@@ -21,6 +21,7 @@ from memlab.errors import ConfigError, LLMError, MissingDependencyError
 from memlab.llm.base import Completion, LLMClient, Message, as_messages, ends_in_loop
 from memlab.llm.grammars import grammar_for, grammar_version
 from memlab.llm.prefix import PrefixStates, common_prefix
+from memlab.llm.sampling import greedy_first
 from memlab.llm.weights import ensure_model_file, packaged_model
 
 # Used when a user's GGUF carries no chat template.
@@ -207,7 +208,7 @@ class LocalLLM(LLMClient):
                               newlines=bool(params.get("json_newlines")))
         loop = LoopStop(len(tokens)) if params.get("stop_on_loop") else None
         criteria = _import_llama_cpp().StoppingCriteriaList([loop]) if loop else None
-        with self._loaded.lock:
+        with self._loaded.lock, greedy_first(self.llama):
             reused = self._loaded.prepare(tokens)
             try:
                 out = self.llama.create_completion(
