@@ -55,6 +55,14 @@ def minilm():
 
 
 @pytest.fixture
+def work(tmp_path, monkeypatch):
+    """A user's working folder (the cwd), with memlab's response cache elsewhere."""
+    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
 def hashing_embedder():
     """The deterministic hashing embedder (unit tests only)."""
     from memlab.embed.hashing import HashingEmbedder

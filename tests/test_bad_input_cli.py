@@ -192,6 +192,13 @@ def test_user_mistake_is_one_line_and_changes_nothing(case, workdir, monkeypatch
     (setup or SETUPS[name])(workdir)
     for key, value in environment.items():
         monkeypatch.setenv(key, value)
+    refused_in_one_line(argv, status, words, workdir, capsys)
+
+
+def refused_in_one_line(argv: list[str], status: int, words: list[str], workdir: Path,
+                        capsys) -> None:
+    """``memlab <argv>`` exits ``status`` with one line holding ``words``, no traceback, and
+    ``workdir`` unchanged."""
     before = digest(workdir)
     assert call_main(argv) == status
     err = capsys.readouterr().err

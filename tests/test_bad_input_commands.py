@@ -24,13 +24,6 @@ RUN_ID = "ltm-vanilla-200-s0"
 SPEC_OK = "name: mine\nspans: {ltm: [200]}\nconditions: [vanilla]\nsuites: [ltm]\n"
 
 
-@pytest.fixture
-def work(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def fails(capsys, argv: list[str], code: int = 2) -> str:
     """Run ``memlab <argv>``, expect ``code`` and one line on stderr; return the line."""
     try:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -29,14 +30,6 @@ RUN = ["run", "-c", "vanilla", "-s", "ltm", "--span", "200", "--llm", "fake",
        "--embedder", "hashing"]
 RUN_ID = "ltm-vanilla-200-s0"
 RULE = "memlab deletes only what it created"
-
-
-@pytest.fixture
-def work(tmp_path, monkeypatch) -> Path:
-    """The working folder (cwd), with the response cache elsewhere."""
-    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def users_folder(path: Path) -> Path:
@@ -246,26 +239,35 @@ def test_no_option_deletes_a_file_of_the_users_folder(option, make_argv, statuse
         assert_kept(before[folder], folder)
 
 
+@contextmanager
+def serving(folder: Path) -> Iterator[dict[str, str]]:
+    """``memlab serve --workdir folder`` on a free port, healthy (``["url"]``); stopped on exit,
+    its stderr then in ``["log"]``."""
+    from test_server_http import start_serve, wait_healthy
+
+    port = free_port()
+    server = {"url": f"http://127.0.0.1:{port}"}
+    proc = start_serve(folder, port)
+    try:
+        wait_healthy(server["url"], proc)
+        yield server
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, server["log"] = proc.communicate(timeout=30)
+
+
 def test_serve_and_deleting_its_sessions_keep_the_users_files(work):
     """``memlab serve --workdir`` (also goodai-run's --workdir): DELETE /sessions/{id} removes
     the session's own folder and nothing else."""
-    from test_server_http import start_serve, wait_healthy
-
     mine = users_folder(work / "mine")
     users_folder(mine / "sessions")  # even inside the folder sessions go to
     before = digest(mine)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = start_serve(mine, port)
-    try:
-        wait_healthy(url, proc)
+    with serving(mine) as server:
+        url = server["url"]
         sid = httpx.post(f"{url}/sessions", json={}).json()["id"]
         assert httpx.post(f"{url}/sessions/{sid}/turn", json={"message": "hi"}).status_code == 200
         assert httpx.delete(f"{url}/sessions/{sid}").status_code in (200, 204)
         assert not (mine / "sessions" / sid).exists()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
     assert_kept(before, mine)
 
 
@@ -273,16 +275,11 @@ def test_serve_refuses_a_default_session_folder_holding_the_users_files(work):
     """The seed's ``POST /turn`` makes the ``default`` session in ``sessions/default/``: a user's
     folder of that name is kept as it is, and the turn answers 503 naming the session and the
     rule (the server's path only in its log); other sessions still work."""
-    from test_server_http import start_serve, wait_healthy
-
     mine = users_folder(work / "mine")
     users_folder(mine / "sessions" / "default")
     before = digest(mine)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = start_serve(mine, port)
-    try:
-        wait_healthy(url, proc)
+    with serving(mine) as server:
+        url = server["url"]
         for _ in range(2):  # refused again, not made on the second try
             reply = httpx.post(f"{url}/turn", json={"message": "hi", "history": ""})
             assert reply.status_code == 503, reply.text
@@ -291,8 +288,5 @@ def test_serve_refuses_a_default_session_folder_holding_the_users_files(work):
             assert RULE in reply.json()["error"] and str(mine) not in reply.json()["error"]
         sid = httpx.post(f"{url}/sessions", json={}).json()["id"]
         assert httpx.post(f"{url}/sessions/{sid}/turn", json={"message": "hi"}).status_code == 200
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, log = proc.communicate(timeout=30)
     assert_kept(before, mine)
-    assert str(mine / "sessions" / "default") in log  # the server's log names the folder
+    assert str(mine / "sessions" / "default") in server["log"]  # the log names the folder

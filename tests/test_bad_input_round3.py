@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from faults_helpers import digest, visible_lines
-from test_bad_input_cli import RUN, assert_unchanged, call_main, write
+from test_bad_input_cli import RUN, assert_unchanged, call_main, refused_in_one_line, write
 from test_bad_input_personamem import CONTEXT, nine_rows, row
 from test_bad_input_personamem import digests as file_digests
 from test_bad_input_personamem import write as write_personamem
@@ -126,14 +126,7 @@ CASES = [
 def test_user_mistake_is_one_line_and_changes_nothing(case, workdir, capsys):
     _name, setup, argv, status, words = case
     setup(workdir)
-    before = digest(workdir)
-    assert call_main(argv) == status
-    err = capsys.readouterr().err
-    lines = visible_lines(err)
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for word in words:
-        assert word in lines[0], lines[0]
-    assert_unchanged(before, digest(workdir))
+    refused_in_one_line(argv, status, words, workdir, capsys)
 
 
 def test_a_bad_document_is_refused_before_the_store_is_opened(workdir, capsys):
