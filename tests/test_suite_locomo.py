@@ -311,3 +311,31 @@ def test_missing_path_and_non_json_are_config_errors(tmp_path):
     broken.write_text("[{")
     with pytest.raises(ConfigError, match="locomo data file .*: not valid JSON"):
         LoCoMoSuite(str(broken))
+
+
+def test_evidence_ids_are_read_as_numbers_and_malformed_strings_counted():
+    from memlab.bench.suites.locomo_data import dia_ids, malformed_evidence, padded_ids
+
+    assert dia_ids(["D30:05", "D8:6; D9:17", "D8:6"]) == ["D30:5", "D8:6", "D9:17"]
+    assert padded_ids(["D30:05", "D8:6; D09:17"]) == 2 and padded_ids(["D8:6"]) == 0
+    assert malformed_evidence(["D", "D:11:26", "D8:6; D9:17", "D8:6,D9:1"]) == 2
+    assert dia_ids(["D", "D:11:26"]) == []  # which turn is meant cannot be told
+
+
+def test_the_published_files_evidence_slips_are_normalised_or_counted():
+    """locomo10.json: 'D30:05' (conv-50) resolves as D30:5; 'D' (conv-42) and 'D:11:26'
+    (conv-43) are counted as malformed; D10:19 (conv-42) and D4:36 (conv-47) name no turn."""
+    from services import require_or_skip
+
+    from memlab.bench.suites.locomo_data import locomo_counts, read_locomo
+
+    path = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
+    if not path.exists():
+        require_or_skip(f"LoCoMo's published file not found at {path}")
+    file, conversations = read_locomo(path)
+    counts = locomo_counts(file, conversations, count_tokens=lambda text: 0)
+    assert counts["questions"] == 1986 and counts["turns"] == 5882
+    assert counts["evidence_ids_zero_padded"] == 1
+    assert counts["evidence_strings_malformed"] == 2
+    assert counts["evidence_ids_unresolved"] == 2
+    assert counts["questions_with_evidence"] == 1982

@@ -11,8 +11,11 @@ number), ``evidence`` (dia_ids, possibly empty) and ``category`` 1-5, where cate
 list is skipped.
 
 Evidence strings are read for every ``D<session>:<turn>`` id they contain (so "D8:6; D9:17"
-names two turns); an id naming no turn of the conversation is kept as unresolved, counted, and
-never fatal: the question keeps the evidence that resolves.
+names two turns), zero-padded numbers read as numbers ("D30:05" is turn D30:5, the one
+unambiguous slip in the published file); an id naming no turn of the conversation is kept as
+unresolved, counted, and never fatal: the question keeps the evidence that resolves. Text an
+evidence string holds besides its ids ("D", "D:11:26": which turn is meant cannot be told) is
+counted as malformed, never guessed.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from memlab.bench.suites.published import DataFile, expect_list, fault, load_jso
 
 Answer = StrictStr | StrictInt | StrictFloat
 _SESSION = re.compile(r"^session_(\d+)$")
-_DIA_ID = re.compile(r"D\d+:\d+")
+_DIA_ID = re.compile(r"D(\d+):(\d+)")
+_SEPARATORS = re.compile(r"[\s;,]+")
 _DATE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+"
                    r"(\d{4})\s*$", re.IGNORECASE)
 
@@ -175,9 +179,22 @@ def parse_date(text: str) -> datetime | None:
 
 
 def dia_ids(evidence: list[str]) -> list[str]:
-    """Every ``D<session>:<turn>`` id in the evidence strings, in order, once each."""
-    found = [d for item in evidence for d in _DIA_ID.findall(item)]
+    """Every ``D<session>:<turn>`` id in the evidence strings, in order, once each, its
+    numbers without leading zeros (``D30:05`` is ``D30:5``)."""
+    found = [f"D{int(session)}:{int(turn)}" for item in evidence
+             for session, turn in _DIA_ID.findall(item)]
     return list(dict.fromkeys(found))
+
+
+def padded_ids(evidence: list[str]) -> int:
+    """Ids in the evidence strings written with leading zeros (read as numbers by ``dia_ids``)."""
+    return sum(m.group(0) != f"D{int(m.group(1))}:{int(m.group(2))}"
+               for item in evidence for m in _DIA_ID.finditer(item))
+
+
+def malformed_evidence(evidence: list[str]) -> int:
+    """Evidence strings holding text besides their ids and separators ("D", "D:11:26")."""
+    return sum(bool(_SEPARATORS.sub("", _DIA_ID.sub("", item))) for item in evidence)
 
 
 def render_turn(turn: LoCoMoTurn) -> str:
@@ -190,7 +207,8 @@ def render_turn(turn: LoCoMoTurn) -> str:
 def locomo_counts(file: DataFile, conversations: list[Conversation],
                   count_tokens: Any) -> dict[str, Any]:
     """What ``memlab suites info locomo`` prints: samples, sessions, turns, tokens, questions by
-    category, questions with evidence, evidence ids that name no turn."""
+    category, questions with evidence, evidence ids that name no turn, ids read without their
+    leading zeros, and evidence strings that name no turn unambiguously."""
     questions = [q for c in conversations for q in c.questions]
     unresolved = sum(d not in c.turn_ids for c in conversations for q in c.questions
                      for d in dia_ids(q.evidence))
@@ -206,6 +224,8 @@ def locomo_counts(file: DataFile, conversations: list[Conversation],
         "questions_with_evidence": sum(any(d in c.turn_ids for d in dia_ids(q.evidence))
                                        for c in conversations for q in c.questions),
         "evidence_ids_unresolved": unresolved,
+        "evidence_ids_zero_padded": sum(padded_ids(q.evidence) for q in questions),
+        "evidence_strings_malformed": sum(malformed_evidence(q.evidence) for q in questions),
         "per_sample": {c.sample_id: {"sessions": len(c.sessions),
                                      "turns": sum(len(s.turns) for s in c.sessions),
                                      "questions": len(c.questions)} for c in conversations},
