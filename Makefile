@@ -34,10 +34,11 @@ lab: $(STAMP)  # JupyterLab comes with the dev extra (it holds the lab extra)
 
 lint: $(STAMP)
 	$(BIN)/ruff check memlab tests benchmarks
-	$(BIN)/nbstripout --verify memlab/notebooks/*.ipynb
+	$(BIN)/nbstripout --verify notebooks/*.ipynb
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
-clean:
-	rm -rf $(VENV) .pytest_cache results/quick figures/*.png figures/*.pdf
+clean:  # figures/ keeps the committed figures: only what git does not track there goes
+	rm -rf $(VENV) .pytest_cache results/quick
+	-git clean -fdq -- figures/

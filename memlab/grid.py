@@ -49,7 +49,7 @@ from memlab.gridspec import (  # noqa: F401 - the grid's vocabulary, re-exported
     plan,
     validate_spec,
 )
-from memlab.notebooks import notebook_path
+from memlab.notebook_files import notebook_path
 from memlab.userfiles import writable_folder
 
 

@@ -34,7 +34,7 @@ from services import free_port, require_or_skip, wait_until
 
 from memlab import cli
 from memlab.cli import runs
-from memlab.notebooks import notebook_path
+from memlab.notebook_files import notebook_path
 
 ROOT_LINE = "lab: running as root: JupyterLab started with --allow-root"
 TOUR = {"llm": "fake", "embedder": "hashing", "condition": "sleep"}

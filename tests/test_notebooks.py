@@ -1,9 +1,9 @@
 """Every notebook executes through papermill with tiny parameters (FakeLLM + hashing embedder).
 
-The shipped notebooks (``memlab/notebooks/``, package data) are the source: they are committed
-stripped (``nbstripout --verify``), each has a cell tagged ``parameters``, and a broken parameter
-set fails with an error naming the parameter. ``memlab lab`` copies them into a working folder
-without overwriting a notebook the user already has.
+The shipped notebooks (the checkout's ``notebooks/``; ``memlab/notebooks/`` in the wheel) are
+the source: they are committed stripped (``nbstripout --verify``), each has a cell tagged
+``parameters``, and a broken parameter set fails with an error naming the parameter. ``memlab
+lab`` copies them into a working folder without overwriting a notebook the user already has.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import nbformat
 import pytest
 from test_report_fixtures import write_results
 
-from memlab import cli, notebooks
+from memlab import cli, notebook_files
 from memlab.errors import ConfigError
-from memlab.notebooks import notebook_path
+from memlab.notebook_files import notebook_path
 
 papermill = pytest.importorskip("papermill", reason="papermill is a core dependency")
 from papermill.exceptions import PapermillExecutionError  # noqa: E402
 
-CHECKOUT_NOTEBOOKS = Path(__file__).resolve().parent.parent / "memlab" / "notebooks"
+CHECKOUT_NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 SEEDS_DATA = Path(__file__).resolve().parent.parent / "data"
 NAMES = ("condition", "sleep_probes", "paper", "tour", "docqa", "decision", "taskforce")
 TINY_LTM = {"examples": 1, "types": ["colours", "shopping"]}
@@ -54,8 +54,8 @@ def text_outputs(notebook) -> str:
 
 
 def test_the_package_ships_exactly_the_checkout_notebooks():
-    assert notebooks.NAMES == NAMES
-    assert notebooks.notebooks_dir() == CHECKOUT_NOTEBOOKS  # the tests run on the checkout
+    assert notebook_files.NAMES == NAMES
+    assert notebook_files.notebooks_dir() == CHECKOUT_NOTEBOOKS  # the tests run on the checkout
     assert sorted(p.stem for p in CHECKOUT_NOTEBOOKS.glob("*.ipynb")) == sorted(NAMES)
     assert notebook_path("paper.ipynb") == CHECKOUT_NOTEBOOKS / "paper.ipynb"
 
@@ -93,12 +93,12 @@ def test_nbstripout_verify_passes_on_the_shipped_notebooks(tmp_path):
 
 
 def test_copy_notebooks_never_overwrites_a_users_notebook(tmp_path):
-    first = notebooks.copy_notebooks(tmp_path / "work")
+    first = notebook_files.copy_notebooks(tmp_path / "work")
     assert first.copied == [f"{n}.ipynb" for n in NAMES] and first.kept == []
     assert (tmp_path / "work" / "tour.ipynb").read_bytes() == notebook_path("tour").read_bytes()
     (tmp_path / "work" / "tour.ipynb").write_text("my edits")
     (tmp_path / "work" / "paper.ipynb").unlink()
-    again = notebooks.copy_notebooks(tmp_path / "work")
+    again = notebook_files.copy_notebooks(tmp_path / "work")
     assert again.copied == ["paper.ipynb"]
     assert again.kept == [f"{n}.ipynb" for n in NAMES if n != "paper"]
     assert (tmp_path / "work" / "tour.ipynb").read_text() == "my edits"
@@ -108,16 +108,16 @@ def test_copy_notebooks_never_overwrites_a_users_notebook(tmp_path):
 def test_copy_notebooks_into_a_file_is_a_config_error(tmp_path):
     (tmp_path / "taken").write_text("")
     with pytest.raises(ConfigError, match="notebook folder .*taken.* is a file"):
-        notebooks.copy_notebooks(tmp_path / "taken")
+        notebook_files.copy_notebooks(tmp_path / "taken")
 
 
 def test_lab_opens_the_checkout_folder_or_a_working_copy(tmp_path, monkeypatch, capsys):
-    """In this checkout `memlab lab` opens memlab/notebooks/; with --dir it makes a copy there."""
+    """In this checkout `memlab lab` opens notebooks/; with --dir it makes a copy there."""
     launched, find_spec = [], importlib.util.find_spec
     monkeypatch.setattr("importlib.util.find_spec",  # JupyterLab "installed"; nothing else changes
                         lambda name, *a: object() if name == "jupyterlab" else find_spec(name, *a))
     monkeypatch.setattr("subprocess.call", lambda command: launched.append(command) or 0)
-    assert notebooks.is_source_checkout()
+    assert notebook_files.is_source_checkout()
     assert cli.main(["lab", "--no-browser"]) == 0
     assert f"--notebook-dir={CHECKOUT_NOTEBOOKS}" in launched[0]
     assert cli.main(["lab", "--dir", "mine"]) == 0

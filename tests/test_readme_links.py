@@ -1,4 +1,4 @@
-"""The README is a front page: short, and every relative link in it and in docs/ resolves.
+"""The README is a front page: short; every relative link in it, docs/ and figures/ resolves.
 
 A link resolves when its file (or folder) exists relative to the page that holds it and, for a
 ``#anchor`` into a markdown file, that file has a heading with that slug (GitHub's rule:
@@ -94,7 +94,8 @@ def shown(page: Path) -> str:
 
 
 def pages() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
+            *sorted((ROOT / "figures").glob("*.md"))]
 
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
@@ -128,7 +129,7 @@ def test_a_broken_link_or_anchor_is_found(tmp_path):
         "[ok](#top) [web](https://example.org/missing.md) `[code](missing.md)`\n"
         "# Top\n"
         "```\n[in a fence](missing.md)\n```\n"
-        "[gone](docs/missing.md) ![gone](docs/figures/none.png)"
+        "[gone](docs/missing.md) ![gone](figures/none.png)"
         " [bad anchor](docs/there.md#nowhere)\n"
         "[ref]: docs/also-missing.md\n"
     )

@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from memlab import notebooks
+from memlab import notebook_files
 
 pytestmark = pytest.mark.integration
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-NAMES = [f"{name}.ipynb" for name in notebooks.NAMES]  # shipped order
+NAMES = [f"{name}.ipynb" for name in notebook_files.NAMES]  # shipped order
 
 # Run by the fresh venv's python: what it imports, then condition.ipynb on the fake LLM and a
 # one-cell notebook asking the kernel which memlab it imports.
@@ -36,7 +36,7 @@ PROBE = """
 import json, os, sys
 import nbformat, papermill
 import memlab
-from memlab.notebooks import is_source_checkout, notebook_path
+from memlab.notebook_files import is_source_checkout, notebook_path
 
 out = sys.argv[1]
 papermill.execute_notebook(
@@ -67,12 +67,14 @@ def run(command: list, cwd: Path, env: dict | None = None) -> subprocess.Complet
 
 
 def copy_source(target: Path) -> Path:
-    """What the wheel is built from: pyproject, README and the package, without caches."""
+    """What the wheel is built from: pyproject, README, the package and notebooks/, no caches."""
     target.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(CHECKOUT / name, target / name)
-    shutil.copytree(CHECKOUT / "memlab", target / "memlab",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "results"))
+    for folder in ("memlab", "notebooks"):  # pyproject maps notebooks/ to memlab/notebooks/
+        shutil.copytree(CHECKOUT / folder, target / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "results",
+                                                      ".ipynb_checkpoints"))
     return target
 
 

@@ -35,8 +35,8 @@ notebook already in the folder is kept as it is, never overwritten (delete it to
 current version); the command says what it copied and what it kept. Kernels start in that
 folder, so relative result paths (results/manual) land there too.
 
-In a source checkout (pip install -e .), JupyterLab opens memlab/notebooks/ itself, so an edit
-lands in git; commit it stripped (nbstripout). --dir makes a working copy there too.
+In a source checkout (pip install -e .), JupyterLab opens the checkout's notebooks/ itself, so
+an edit lands in git; commit it stripped (nbstripout). --dir makes a working copy there too.
 
 As root (a container, a VM) JupyterLab is started with --allow-root, which it needs there.
 """
@@ -149,7 +149,7 @@ def register(commands) -> dict:
                               epilog="example: memlab lab --dir my-notebooks --no-browser")
     lab.add_argument("--dir", default=None,
                      help=f"working folder the notebooks are copied into (default ./{LAB_DIR}; "
-                          "in a source checkout, default: the checkout's memlab/notebooks/)")
+                          "in a source checkout, default: the checkout's notebooks/)")
     lab.add_argument("--port", type=port, default=8888)
     lab.add_argument("--no-browser", action="store_true")
 
@@ -244,7 +244,7 @@ def cmd_paper(args: argparse.Namespace) -> int:
     from papermill.exceptions import PapermillExecutionError
 
     from memlab import grid
-    from memlab.notebooks import notebook_path
+    from memlab.notebook_files import notebook_path
 
     spec, cells = _grid_cells(args, "full" if args.full else args.spec)
     writable_folder(args.figures, "figures folder")  # before hours of grid, not after
@@ -294,13 +294,13 @@ def _running_as_root() -> bool:
 
 def _lab_folder(directory: str | None) -> Path:
     """The checkout's own notebook folder (no --dir given), else a working copy (see --help)."""
-    from memlab import notebooks
+    from memlab import notebook_files
 
-    if directory is None and notebooks.is_source_checkout():
-        print(f"lab: opening the checkout's notebooks in {notebooks.notebooks_dir()} "
+    if directory is None and notebook_files.is_source_checkout():
+        print(f"lab: opening the checkout's notebooks in {notebook_files.notebooks_dir()} "
               "(edits land in git; commit them stripped)")
-        return notebooks.notebooks_dir()
-    report = notebooks.copy_notebooks(directory or LAB_DIR)
+        return notebook_files.notebooks_dir()
+    report = notebook_files.copy_notebooks(directory or LAB_DIR)
     for line in report.lines():
         print(f"lab: {line}")
     return report.folder.resolve()

@@ -1,29 +1,40 @@
-"""The parameterised notebooks memlab ships (package data, executed by papermill).
+"""The parameterised notebooks memlab ships (executed by papermill): where they are, and copies.
 
-The ``.ipynb`` files in this folder are the source: edit them in JupyterLab and commit them
-stripped (``nbstripout``; no outputs, no execution counts). Each has one cell tagged
-``parameters`` and otherwise only calls into memlab.
+The source is the checkout's top-level ``notebooks/``: edit the ``.ipynb`` files there in
+JupyterLab and commit them stripped (``nbstripout``; no outputs, no execution counts). Each has
+one cell tagged ``parameters`` and otherwise only calls into memlab. The build configuration
+(pyproject.toml) maps that folder into the wheel as ``memlab/notebooks/``, so an installed memlab
+finds them as package data; a checkout (an editable install, or PYTHONPATH) finds them next to
+the package. ``notebooks_dir`` is the one place that tells the two apart.
 
 A wheel installs them inside site-packages, where a user should not edit; ``copy_notebooks``
 gives a user a working copy instead (what ``memlab lab`` opens), and ``is_source_checkout``
-tells a developer's editable checkout, whose own folder is opened so that edits land in git.
+tells a developer's checkout, whose own folder is opened so that edits land in git.
 """
 
 from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from memlab.errors import ConfigError
 
 NAMES = ("condition", "sleep_probes", "paper", "tour", "docqa", "decision", "taskforce")
+PACKAGE = Path(__file__).resolve().parent
+INSTALLED = PACKAGE / "notebooks"  # where the wheel puts them (pyproject.toml's package-dir)
+CHECKOUT = PACKAGE.parent / "notebooks"  # the source, beside memlab/ in a checkout
 
 
 def notebooks_dir() -> Path:
-    """The folder holding the shipped notebooks (inside the installed package)."""
-    return Path(str(resources.files(__name__)))
+    """The folder holding the shipped notebooks: inside the installed package, else the checkout's.
+
+    A folder counts only when it holds the notebooks: a checkout can keep a stale
+    ``memlab/notebooks/`` with nothing but ``__pycache__`` from before the notebooks moved out.
+    """
+    if (INSTALLED / f"{NAMES[0]}.ipynb").is_file():
+        return INSTALLED
+    return CHECKOUT
 
 
 def notebook_path(name: str) -> Path:
@@ -39,10 +50,8 @@ def notebook_path(name: str) -> Path:
 
 
 def is_source_checkout() -> bool:
-    """True when memlab is imported from a source checkout (an editable install), not a wheel."""
-    package = notebooks_dir().parent
-    installed = {"site-packages", "dist-packages"} & set(package.parts)
-    return not installed and (package.parent / "pyproject.toml").is_file()
+    """True when memlab is imported from a source checkout (editable or PYTHONPATH), not a wheel."""
+    return notebooks_dir() == CHECKOUT and (PACKAGE.parent / "pyproject.toml").is_file()
 
 
 @dataclass
