@@ -1,4 +1,5 @@
-"""Throwaway servers for integration tests: redis-server, PostgreSQL and ``chroma run``.
+"""Throwaway servers for integration tests: redis-server, PostgreSQL, ``chroma run``, a Dask
+scheduler and its workers, and llama-cpp-python's OpenAI-compatible server.
 
 Each starts on a random loopback port in its own temp folder and is killed afterwards. When a
 binary is missing the test is skipped with the reason, unless ``MEMLAB_REQUIRE_SERVICES=1``
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -60,6 +62,7 @@ class _Server:
     """A child process on a loopback port, in a temp folder removed on :meth:`cleanup`."""
 
     name = "server"
+    own_group = False  # True: the process and its children are stopped together
 
     def __init__(self) -> None:
         self.port = free_port()
@@ -69,7 +72,8 @@ class _Server:
 
     def _spawn(self, args: list[str], **kwargs) -> None:
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, **kwargs)
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=self.own_group, **kwargs)
 
     def stop(self) -> None:
         """Kill the server process (data folder kept, so :meth:`start` can resume)."""
@@ -80,6 +84,11 @@ class _Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc is not None and self.own_group:
+            try:  # children that outlived their parent (a worker process, a kernel)
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.proc = None
 
     def cleanup(self) -> None:
@@ -250,3 +259,90 @@ class ChromaServer(_Server):
         import httpx
 
         return httpx.get(f"{self.url}/api/v2/heartbeat", timeout=2).status_code == 200
+
+
+def _cli(name: str, package: str) -> str:
+    """A console script of the running interpreter's environment (``dask``)."""
+    binary = find_binary(name, str(Path(sys.executable).parent))
+    if binary is None:
+        require_or_skip(f"the {name} CLI is not installed (pip install '{package}')")
+    return binary
+
+
+class DaskScheduler(_Server):
+    """``dask scheduler`` on loopback, no dashboard."""
+
+    name = "dask-scheduler"
+
+    def __init__(self) -> None:
+        self.binary = _cli("dask", "dask[distributed]")
+        super().__init__()
+
+    @property
+    def address(self) -> str:
+        return f"tcp://127.0.0.1:{self.port}"
+
+    def start(self) -> DaskScheduler:
+        self._spawn([self.binary, "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
+                     "--no-dashboard"], cwd=self.dir)
+        wait_until(self._accepts, 60, "dask scheduler", self.proc)
+        return self
+
+    def _accepts(self) -> bool:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+            return True
+
+
+class DaskWorkers(_Server):
+    """``dask worker`` with ``n`` single-threaded worker processes (each behind a nanny),
+    started with ``env``; :meth:`start` returns once they are connected to ``scheduler``."""
+
+    name = "dask-workers"
+    own_group = True
+
+    def __init__(self, scheduler: DaskScheduler, n: int, env: dict[str, str]) -> None:
+        self.binary = _cli("dask", "dask[distributed]")
+        self.scheduler, self.n, self.env = scheduler, n, env
+        super().__init__()
+
+    def start(self) -> DaskWorkers:
+        from dask.distributed import Client
+
+        self._spawn([self.binary, "worker", self.scheduler.address, "--host", "127.0.0.1",
+                     "--nworkers", str(self.n), "--nthreads", "1", "--no-dashboard",
+                     "--local-directory", str(self.dir)], cwd=self.dir, env=self.env)
+        with Client(self.scheduler.address, timeout=30) as client:
+            client.wait_for_workers(self.n, timeout=90)
+        return self
+
+
+class LlamaCppServer(_Server):
+    """llama-cpp-python's OpenAI-compatible server (``python -m llama_cpp.server``) on one
+    thread, serving the GGUF ``model`` as ``alias``; it answers one request at a time."""
+
+    name = "llama-cpp-server"
+
+    def __init__(self, model: Path, alias: str, n_ctx: int = 2048) -> None:
+        try:
+            import llama_cpp.server.app  # noqa: F401 - the server's extras are installed
+        except ImportError as exc:
+            require_or_skip(f"llama-cpp-python's server needs its extras: {exc}")
+        self.model, self.alias, self.n_ctx = model, alias, n_ctx
+        super().__init__()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> LlamaCppServer:
+        self._spawn([sys.executable, "-m", "llama_cpp.server", "--model", str(self.model),
+                     "--model_alias", self.alias, "--host", "127.0.0.1", "--port",
+                     str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", "1",
+                     "--n_threads_batch", "1", "--verbose", "False"], cwd=self.dir)
+        wait_until(self._models, 120, "llama_cpp.server", self.proc)
+        return self
+
+    def _models(self) -> bool:
+        import httpx
+
+        return httpx.get(f"{self.url}/models", timeout=2).status_code == 200
