@@ -156,7 +156,7 @@ class Suite(ABC):
                           "'suites info' describes the suites read from a published file")
 
 
-SUITES: Registry[Suite] = Registry("suite")
+SUITES: Registry[Suite] = Registry("suite", group="memlab.suites", base=Suite)
 SUITES.register("ltm", "memlab.bench.suites.ltm:LTMSuite",
                 "GoodAI LTM Benchmark v3 style: tests interleaved in one conversation, "
                 "generated (9 types) or loaded from GoodAI definitions")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from memlab.embed.base import EMBEDDERS
 from memlab.errors import ConfigError
@@ -23,21 +24,34 @@ def names(registry: Registry) -> str:
     return ", ".join(registry.names())
 
 
+def registered(registry: Registry) -> Callable[[str], str]:
+    """An argument type taking a name of ``registry``, plugins included; an unknown or broken
+    name is one line saying which and why (``memlab run -c <plugin that fails to import>``)."""
+
+    def name(text: str) -> str:
+        try:
+            return registry.check(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return name
+
+
 def add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--llm", choices=LLMS.names(), default=None,
+    parser.add_argument("--llm", type=registered(LLMS), default=None,
                         help="answering model provider (default: MEMLAB_LLM or local; "
                              "memlab llms lists them)")
     parser.add_argument("--llm-model", default=None,
                         help="answering model within the provider: a local tier (0.5b, 1.5b, "
                              "135m; default MEMLAB_LOCAL_SIZE or 1.5b) or a GGUF path, or the "
                              "remote provider's model name")
-    parser.add_argument("--memory-llm", choices=LLMS.names(), default=None,
+    parser.add_argument("--memory-llm", type=registered(LLMS), default=None,
                         help="provider of the memory's own calls (extraction, compression, "
                              "schemas; default: MEMLAB_MEMORY_LLM or the answering provider)")
     parser.add_argument("--memory-llm-model", default=None,
                         help="model of the memory's own calls (default: MEMLAB_MEMORY_LLM_MODEL,"
                              " else the 0.5b tier when local)")
-    parser.add_argument("--embedder", choices=EMBEDDERS.names(), default=None,
+    parser.add_argument("--embedder", type=registered(EMBEDDERS), default=None,
                         help="embedder (default: MEMLAB_EMBEDDER or minilm)")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from memlab.cli.common import RAW, add_model_options, names, positive_int, split
+from memlab.cli.common import RAW, add_model_options, names, positive_int, registered, split
 from memlab.memory.base import MEMORIES
 
 DESCRIPTION = """\
@@ -33,7 +33,7 @@ def register(commands) -> dict:
     run.add_argument("--goodai-src", required=True, help="GoodAI LTM Benchmark source folder")
     run.add_argument("--definitions", required=True,
                      help="GoodAI definitions folder (config.yml + <Test Type>/<id>.def.json)")
-    run.add_argument("-c", "--condition", default="rag", choices=MEMORIES.names(),
+    run.add_argument("-c", "--condition", default="rag", type=registered(MEMORIES),
                      metavar="CONDITION", help=f"one of: {names(MEMORIES)} (default rag)")
     run.add_argument("--types", default=None,
                      help="GoodAI config names, comma-separated (default: the six types GoodAI "

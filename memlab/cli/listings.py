@@ -1,4 +1,5 @@
-"""``memlab conditions`` / ``llms`` / ``embedders``: what is registered, a line each.
+"""``memlab conditions`` / ``llms`` / ``embedders``: what is registered, a line each, with its
+origin (memlab, or the plugin package that adds it: docs/plugins.md).
 
 ``memlab suites`` lists the suites the same way; it lives in ``suites_info`` because it also
 has ``memlab suites info``.
@@ -31,7 +32,12 @@ def cmd_listing(args: argparse.Namespace) -> int:
 
 
 def print_listing(registry: Registry) -> None:
-    """Every name of ``registry`` with its one-line description."""
-    width = max(len(name) for name in registry.names())
-    for name, description in registry.describe():
-        print(f"{name:<{width}}  {description}")
+    """Every name of ``registry`` with where it comes from (``memlab``, or ``plugin: <package>
+    <version>``) and its one-line description; a plugin that cannot be used was named on stderr
+    when the registry loaded it."""
+    rows = [(name, registry.origin(name), description) for name, description in
+            registry.describe()]
+    width = max(len(name) for name, _, _ in rows)
+    origin_width = max(len(origin) for _, origin, _ in rows)
+    for name, origin, description in rows:
+        print(f"{name:<{width}}  {origin:<{origin_width}}  {description}")

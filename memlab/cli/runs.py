@@ -18,6 +18,7 @@ from memlab.cli.common import (
     non_negative_int,
     port,
     positive_int,
+    registered,
     split,
 )
 from memlab.errors import ConfigError, MemlabError, MissingDependencyError
@@ -69,9 +70,9 @@ def register(commands) -> dict:
         description="Run one memory condition on one suite into <out>/<run_id>/ and print its "
                     "summary. A run that exists resumes (or is skipped when complete).",
         epilog="example: memlab run --condition rag --suite ltm --span 2000 --seed 1")
-    run.add_argument("-c", "--condition", required=True, choices=MEMORIES.names(),
+    run.add_argument("-c", "--condition", required=True, type=registered(MEMORIES),
                      metavar="CONDITION", help=f"one of: {names(MEMORIES)}")
-    run.add_argument("-s", "--suite", required=True, choices=SUITES.names(), metavar="SUITE",
+    run.add_argument("-s", "--suite", required=True, type=registered(SUITES), metavar="SUITE",
                      help=f"one of: {names(SUITES)}")
     run.add_argument("--span", type=positive_int, default=1000,
                      help="tokens of conversation: the LTM memory span or the persona history "

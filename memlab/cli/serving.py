@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from memlab.cli.common import RAW, add_model_options, names, port
+from memlab.cli.common import RAW, add_model_options, names, port, registered
 from memlab.memory.base import MEMORIES
 
 SERVE_HELP = """\
@@ -46,7 +46,7 @@ def register(commands) -> dict:
         "serve", help="serve agents over HTTP, one per session (FastAPI)",
         description=SERVE_HELP, formatter_class=RAW,
         epilog="example: memlab serve --condition rag --port 8765")
-    serve.add_argument("-c", "--condition", default="rag", choices=MEMORIES.names(),
+    serve.add_argument("-c", "--condition", default="rag", type=registered(MEMORIES),
                        metavar="CONDITION",
                        help=f"default condition of new sessions: {names(MEMORIES)} (default rag)")
     serve.add_argument("--host", default="127.0.0.1",

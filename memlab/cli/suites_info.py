@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from memlab.bench.base import SUITES
-from memlab.cli.common import RAW, names
+from memlab.cli.common import RAW, names, registered
 from memlab.cli.listings import print_listing
 
 PER_SAMPLE_SHOWN = 20  # the table lists this many samples (--json has them all)
@@ -30,7 +30,7 @@ def register(commands) -> dict:
     sub = suites.add_subparsers(dest="suites_command", metavar="<command>")
     info = sub.add_parser("info", help="counts of a published data file", formatter_class=RAW,
                           description=__doc__.split("\n\n")[1])
-    info.add_argument("suite", choices=SUITES.names(), metavar="SUITE",
+    info.add_argument("suite", type=registered(SUITES), metavar="SUITE",
                       help=f"one of: {names(SUITES)} (info needs a file-backed one)")
     info.add_argument("--data", required=True, help="path of the published JSON file")
     info.add_argument("--json", action="store_true", help="print the counts as JSON")

@@ -33,7 +33,7 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
-EMBEDDERS: Registry[Embedder] = Registry("embedder")
+EMBEDDERS: Registry[Embedder] = Registry("embedder", group="memlab.embedders", base=Embedder)
 EMBEDDERS.register("minilm", "memlab.embed.minilm:MiniLMEmbedder",
                    "all-MiniLM-L6-v2 (384 dims), shipped in a PyPI package, offline")
 EMBEDDERS.register("hashing", "memlab.embed.hashing:HashingEmbedder",

@@ -191,7 +191,7 @@ class LLMClient(ABC):
         raise NotImplementedError(f"{self.provider} exposes no log-probabilities")
 
 
-LLMS: Registry[LLMClient] = Registry("LLM provider")
+LLMS: Registry[LLMClient] = Registry("LLM provider", group="memlab.llms", base=LLMClient)
 LLMS.register("local", "memlab.llm.local:LocalLLM",
               "GGUF model in-process (llama.cpp): packaged Qwen2.5 0.5B/1.5B or MEMLAB_LOCAL_MODEL")
 LLMS.register("gemini", "memlab.llm.gemini:GeminiLLM", "Google Gemini (GEMINI_API_KEY)")

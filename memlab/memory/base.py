@@ -205,7 +205,8 @@ def default_namespace(workdir: Path | None) -> str:
     return run_namespace(workdir) if workdir else f"adhoc.{secrets.token_hex(6)}"
 
 
-MEMORIES: Registry[MemorySystem] = Registry("memory condition")
+MEMORIES: Registry[MemorySystem] = Registry("memory condition", group="memlab.conditions",
+                                              base=MemorySystem)
 MEMORIES.register("vanilla", "memlab.memory.vanilla:VanillaMemory",
                   "no memory: system prompt + the current message")
 MEMORIES.register("oracle", "memlab.memory.oracle:OracleMemory",
@@ -228,4 +229,5 @@ MEMORIES.register("langmem", "memlab.memory.peers.langmem_memory:LangMemMemory",
                   "peer: LangMem 0.0.30 memory store manager + LangGraph store search")
 # peer libraries: opt-in conditions that need the peers extra (pip install -e ".[peers]")
 PEERS: tuple[str, ...] = ("mem0", "langmem")
-CONDITIONS: tuple[str, ...] = tuple(n for n in MEMORIES.names() if n not in PEERS)  # paper order
+# the paper's conditions, in its order: built-ins only (a plugin joins a grid by name)
+CONDITIONS: tuple[str, ...] = tuple(n for n in MEMORIES.builtins() if n not in PEERS)
