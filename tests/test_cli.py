@@ -33,7 +33,8 @@ def test_help_teaches_and_exits_zero():
 
 
 @pytest.mark.parametrize("args, expected", [
-    (("run", "-c", "nope", "-s", "ltm"), "argument -c/--condition: invalid choice: 'nope'"),
+    (("run", "-c", "nope", "-s", "ltm"),
+     "argument -c/--condition: unknown memory condition 'nope'; known: vanilla"),
     (("run", "-c", "rag", "-s", "ltm", "--span", "-5", "--llm", "fake"),
      "argument --span: must not be negative, got -5"),
     (("run", "-c", "rag", "-s", "ltm", "--span", "1e8", "--llm", "fake"),
