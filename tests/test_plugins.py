@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -129,10 +130,12 @@ def test_the_cli_lists_a_plugin_with_its_origin_and_refuses_a_broken_one_in_one_
 
 
 def test_the_example_plugin_installs_offline_lists_and_runs_in_a_grid_beside_rag(tmp_path):
-    site = tmp_path / "site"
+    site, source = tmp_path / "site", tmp_path / "memlab-recency"
+    # a copy: an in-tree build would leave build/ and *.egg-info in the checkout
+    shutil.copytree(ROOT / "examples" / "memlab-recency", source,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
-                          "--no-build-isolation", "--quiet", "--target", str(site),
-                          str(ROOT / "examples" / "memlab-recency")],
+                          "--no-build-isolation", "--quiet", "--target", str(site), str(source)],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert pip.returncode == 0, pip.stderr
     listed = memlab_cli("conditions", path=site)
