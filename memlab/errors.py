@@ -75,6 +75,11 @@ class StructuredOutputError(LLMError):
         self.errors = list(errors or [])
 
 
+class LiveCallError(MemlabError):
+    """A replay (``CallJournal(replay_only=True)``) was asked for a model call its journal does
+    not hold: answering it would need the model. The message names the journal and the step."""
+
+
 class RunFailedError(MemlabError):
     """A run ended as ``failed``: more of its answering calls failed than ``max_failed_share``
     allows (the message gives the count and the first error; running it again retries them)."""

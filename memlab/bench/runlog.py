@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.errors import ConfigError, DamagedFileError, LLMError, RunLockedError
+from memlab.errors import ConfigError, DamagedFileError, LiveCallError, LLMError, RunLockedError
 from memlab.llm.base import Completion, Message
 
 log = logging.getLogger(__name__)
@@ -314,6 +314,10 @@ class CallJournal:
     A call that failed (``note_failure``) is journaled with its ``error`` and never played
     back: a resume retries it (``memlab.bench.failures`` cuts the run there).
 
+    With ``replay_only`` (a replay of committed records, ``memlab.records``) a call the journal
+    does not hold raises ``LiveCallError`` instead of reaching the response cache or the model,
+    and nothing is appended to the file.
+
     Attributes:
         paid: real model calls over the whole run (all processes), the no-repeat counter.
         replayed: calls this process served from the journal.
@@ -321,9 +325,11 @@ class CallJournal:
         failed: calls that failed in this process (journaled with their error).
     """
 
-    def __init__(self, path: Path, *, inner: Any = None, fsync: bool = True):
+    def __init__(self, path: Path, *, inner: Any = None, fsync: bool = True,
+                 replay_only: bool = False):
         self.path = Path(path)
         self.inner = inner
+        self.replay_only = replay_only
         entries = read_jsonl(self.path, repair=True)
         for number, entry in enumerate(entries, start=1):
             _check_entry(self.path, number, entry)
@@ -352,6 +358,7 @@ class CallJournal:
         entry = self._take(key, shape)
         if entry is not None:
             return Completion(**entry["completion"])
+        self._refuse_live()
         hit = self.inner.get(provider, model, messages, params) if self.inner else None
         if hit is not None:
             self._append(key, shape, {"completion": hit.model_dump(mode="json")}, paid=False)
@@ -372,6 +379,7 @@ class CallJournal:
         entry = self._take(key, shape)
         if entry is not None:
             return list(entry["scores"])
+        self._refuse_live()
         inner = getattr(self.inner, "get_scores", None)
         hit = inner(provider, model, messages, options, identity=identity) if inner else None
         if hit is not None:
@@ -400,6 +408,13 @@ class CallJournal:
         self.recorded += 1
         self.failed += 1
         self.step_failures.append((text, transient))
+
+    def _refuse_live(self) -> None:
+        """In a replay (``replay_only``), a call the journal does not hold stops it."""
+        if self.replay_only:
+            raise LiveCallError(f"{self.path}: step {self.step or '-'} asks for a model call "
+                                "this journal does not hold (a replay makes no model calls; "
+                                "the records and this memlab disagree on a prompt)")
 
     def _take(self, key: str, shape: str) -> dict[str, Any] | None:
         slot = (self.step, self._ordinal)

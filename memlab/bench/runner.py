@@ -525,24 +525,38 @@ class _RunSession:
 
     # ------------------------------------------------------------------ scores
     def score(self) -> list[dict[str, Any]]:
-        """Score every phase with ``suite.score`` and write scores.jsonl (whole, atomically)."""
-        turns = read_jsonl(self.run_dir / "turns.jsonl")
-        main = {t["index"]: _response(t) for t in turns if t["phase"] == "main"}
-        lines: list[dict[str, Any]] = []
-        for phase in ("main", "pre_sleep", "post_sleep"):
-            probes = {t["index"]: _response(t) for t in turns if t["phase"] == phase}
-            if not probes:
-                continue
-            audit = question_audit([t for t in turns if t["phase"] == phase])
-            for score in self.suite.score({**main, **probes}):
-                lines.append({**score.model_dump(mode="json"), "phase": phase,
-                              **audit.get(score.test_id, {"answered": True,
-                                                          "evidence_recall": None})})
-        path = self.run_dir / "scores.jsonl"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(_dumps(line) + "\n" for line in lines), encoding="utf-8")
-        tmp.replace(path)
-        return lines
+        """Score every phase with ``suite.score`` and write scores.jsonl (``write_scores``)."""
+        return write_scores(self.run_dir, self.suite)
+
+
+def score_turns(suite: Suite, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The scores.jsonl lines of a run's ``turns`` (its turns.jsonl records): every phase
+    scored with ``suite.score`` (main-phase replies as context), each with the question audit's
+    ``answered`` and ``evidence_recall``. The calls a judged type makes go to the suite's judge
+    client (a run's: through its call journal)."""
+    main = {t["index"]: _response(t) for t in turns if t["phase"] == "main"}
+    lines: list[dict[str, Any]] = []
+    for phase in ("main", "pre_sleep", "post_sleep"):
+        probes = {t["index"]: _response(t) for t in turns if t["phase"] == phase}
+        if not probes:
+            continue
+        audit = question_audit([t for t in turns if t["phase"] == phase])
+        for score in suite.score({**main, **probes}):
+            lines.append({**score.model_dump(mode="json"), "phase": phase,
+                          **audit.get(score.test_id, {"answered": True,
+                                                      "evidence_recall": None})})
+    return lines
+
+
+def write_scores(run_dir: Path, suite: Suite) -> list[dict[str, Any]]:
+    """``score_turns`` of ``run_dir``'s turns.jsonl, written whole and atomically to its
+    scores.jsonl; the lines."""
+    lines = score_turns(suite, read_jsonl(Path(run_dir) / "turns.jsonl"))
+    path = Path(run_dir) / "scores.jsonl"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(_dumps(line) + "\n" for line in lines), encoding="utf-8")
+    tmp.replace(path)
+    return lines
 
 
 def _close(close: Callable[[], Any], *, quietly: bool) -> None:
@@ -640,4 +654,5 @@ def _now() -> str:
 
 
 __all__ = ["Step", "TIMING_FIELDS", "context_turns", "default_agent_factory", "is_complete",
-           "plan_steps", "read_manifest", "run", "run_identity", "strip_timing"]
+           "plan_steps", "read_manifest", "run", "run_identity", "score_turns", "strip_timing",
+           "write_scores"]

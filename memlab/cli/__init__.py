@@ -40,7 +40,7 @@ Start here:
 """
 EPILOG = "Each command has its own help: memlab <command> --help"
 # Modules of memlab.cli that add commands, in the order --help lists them.
-COMMAND_MODULES = ("runs", "serving", "seeds", "goodai", "listings", "suites_info",
+COMMAND_MODULES = ("runs", "replay", "serving", "seeds", "goodai", "listings", "suites_info",
                    "namespaces")
 
 Handler = Callable[[argparse.Namespace], int]

@@ -13,18 +13,21 @@ from pathlib import Path
 
 from memlab.report import accuracy, data, figures, findings, paired, peers, recall, summary, tables
 
+_figures = figures  # write_paper's own ``figures`` flag shadows the module
+
 NO_PEERS = ("No complete mem0 or LangMem run in the results: `memlab paper --spec peers` runs "
             "them beside vanilla, rag, hybrid and sleep, then writes this section.")
 
 
-def write_paper(results_dir: str | Path, figures_dir: str | Path = "figures") -> dict:
+def write_paper(results_dir: str | Path, figures_dir: str | Path = "figures", *,
+                figures: bool = True) -> dict:
     """Write all figures, tables and the findings; return ``{"figures": {...}, "tables": {...},
     "findings": path}`` (a figure: [png, pdf]; a table: [csv, tex, md]; ``peers`` and
-    ``peers_paired`` only with peer runs)."""
+    ``peers_paired`` only with peer runs). ``figures=False``: the tables and findings only."""
     out = Path(figures_dir) / "tables"
     frames = tables.paper_tables(results_dir)
     written_tables = tables.write_tables(results_dir, out, frames)
-    written_figures = figures.write_figures(results_dir, figures_dir)
+    written_figures = (_figures.write_figures(results_dir, figures_dir) if figures else {})
     text = findings.findings_text(frames["overview"][0], frames["paired_accuracy"][0])
     (out / "findings.md").write_text(text)
     return {"figures": written_figures, "tables": written_tables,
