@@ -144,3 +144,31 @@ def test_memlab_run_benchmarks_the_independent_memory(tmp_path):
     scores = records(folder / "scores.jsonl")
     assert len(scores) == 27 and max(s["evidence_recall"] for s in scores) > 0
     assert len(notes) > 100  # every exchange of the conversation reached the foreign memory
+
+
+def test_a_tool_argument_breaking_a_rule_is_named_in_the_tools_error(served):
+    from memlab.memory.mcp_client import McpServerError
+
+    memory = mcp_memory({"url": served, "session": "rules"})
+    try:
+        with pytest.raises(McpServerError, match="tool 'observe' failed: .*field 'timestamp':"
+                                                 " must lie between 1900-01-01 and 2999-12-31"):
+            memory.connection.call_tool("observe", {"user_message": "a",
+                                                    "assistant_message": "b",
+                                                    "timestamp": "1800-01-01T00:00:00"})
+    finally:
+        memory.close()
+
+
+def test_memlab_mcp_on_a_taken_port_exits_2_naming_it(tmp_path, capsys):
+    from memlab.server.run import bind
+
+    taken = bind("127.0.0.1", 0)
+    try:
+        port = str(taken.getsockname()[1])
+        status = cli.main(["mcp", "--port", port, "--llm", "fake", "--embedder", "hashing",
+                           "--workdir", str(tmp_path / "served")])
+    finally:
+        taken.close()
+    err = capsys.readouterr().err
+    assert status == 2 and f"--port {port}: cannot listen" in err and err.count("\n") == 1

@@ -106,8 +106,8 @@ def observe_request(user_message: str, assistant_message: str,
     try:
         return ObserveRequest(user=user_message, assistant=assistant_message, timestamp=timestamp)
     except ValidationError as exc:
-        errors = [{**e, "loc": tuple(ARGUMENTS.get(str(p), p) for p in e["loc"])}
-                  for e in exc.errors()]
+        errors = [{**e, "loc": tuple(ARGUMENTS.get(str(p), p) for p in e["loc"]),
+                   "msg": e["msg"].removeprefix("Value error, ")} for e in exc.errors()]
         raise ConfigError(fields_message(errors)) from None
 
 
