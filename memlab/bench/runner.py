@@ -96,14 +96,14 @@ class Step:
 
 
 def default_agent_factory(condition: str, *, llm: Any, embedder: Any, workdir: Path,
-                          scope: Scope, memory_llm: Any = None,
-                          namespace: str | None = None) -> Agent:
-    """The condition's memory (``MEMORIES.create``, its own calls on ``memory_llm``, its
-    server-side stores under the run's ``namespace``) behind a default Agent answering with
-    ``llm``."""
+                          scope: Scope, memory_llm: Any = None, namespace: str | None = None,
+                          config: dict[str, Any] | None = None) -> Agent:
+    """The condition's memory (``MEMORIES.create`` with its ``config``, its own calls on
+    ``memory_llm``, its server-side stores under the run's ``namespace``) behind a default
+    Agent answering with ``llm``."""
     own = llm if MEMORIES.resolve(condition).sized_to_answering_model else memory_llm or llm
     memory = MEMORIES.create(condition, scope=scope, llm=own, embedder=embedder,
-                             workdir=workdir, namespace=namespace)
+                             workdir=workdir, namespace=namespace, config=config)
     return Agent(memory, llm)
 
 
@@ -337,6 +337,12 @@ class _RunSession:
         self.failures = FailedCalls(0, 0.0)  # set by the caller for the run's steps
 
     # ------------------------------------------------------------------ users
+    def _memory_config(self) -> dict[str, Any]:
+        """The factory's ``config`` keyword, only when the spec sets the condition's options
+        (an agent factory written before them need not take it)."""
+        options = self.spec.memory_options
+        return {"config": dict(options)} if options else {}
+
     def _use(self, user: str | None) -> None:
         """Make ``user``'s agent current (None: the suite's one user).
 
@@ -363,7 +369,7 @@ class _RunSession:
             agent = self.factory(self.spec.condition, llm=self.llm, memory_llm=self.memory_llm,
                                  embedder=self.embedder, workdir=workdir,
                                  scope=Scope(user_id=user, agent_id=self.spec.condition),
-                                 namespace=self.namespace)
+                                 namespace=self.namespace, **self._memory_config())
             agent.auto_sleep = not self.spec.probes_sleep
             self.agents[user] = agent
         self.user, self.agent = user, self.agents[user]

@@ -20,6 +20,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from memlab.bench.base import SUITES
 from memlab.embed.base import EMBEDDERS
@@ -62,6 +63,8 @@ class RunSpec(BaseModel):
             questions are asked (pre), one sleep cycle runs over everything, and they are asked
             again (post). A run of its own (its run id ends in ``-probes``).
         option_scoring: "logprob" also picks each multiple-choice option by log-probability.
+        memory_options: the condition's own settings (its ``Config``: the mcp condition's
+            server and tool names, rag's ``top_k``...); recorded in the identity when given.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -81,12 +84,35 @@ class RunSpec(BaseModel):
     needle_replies: Literal["model", "scripted"] = "model"
     probes_sleep: bool = False
     option_scoring: Literal["generate", "logprob"] = "generate"
+    memory_options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("suite", "condition", "llm", "embedder", "memory_llm")
     @classmethod
     def _registered(cls, value: str | None, info: ValidationInfo) -> str | None:
         registry = REGISTRIES["llm" if info.field_name == "memory_llm" else info.field_name]
         return None if value is None else registry.check(value)
+
+    @field_validator("memory_options")
+    @classmethod
+    def _memory_options(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """The condition's Config takes ``memory_options`` (the error names the setting; a
+        condition without defaults for every setting, mcp, needs some)."""
+        if "condition" not in info.data:
+            return value
+        condition = info.data["condition"]
+        config = MEMORIES.resolve(condition).Config
+        unknown = sorted(set(value) - set(config.model_fields))
+        if unknown:
+            raise PydanticCustomError("memory_options", f"condition {condition!r} has no "
+                                      f"setting {unknown[0]!r}; its settings: "
+                                      f"{', '.join(config.model_fields) or 'none'}")
+        try:
+            config(**value)
+        except ValidationError as exc:
+            rules = [f"{'.'.join(map(str, e['loc'])) or condition}: "
+                     f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
+            raise PydanticCustomError("memory_options", "; ".join(rules)) from None
+        return value
 
     @property
     def run_id(self) -> str:
@@ -106,8 +132,10 @@ class RunSpec(BaseModel):
         return Path(results_dir) / self.run_id
 
     def identity(self) -> dict[str, Any]:
-        """The spec as plain JSON (what a run's manifest records under ``spec``)."""
-        return self.model_dump(mode="json")
+        """The spec as plain JSON (what a run's manifest records under ``spec``); without
+        ``memory_options`` when there are none, as runs recorded before the field was added."""
+        return self.model_dump(mode="json", exclude=set() if self.memory_options
+                               else {"memory_options"})
 
     @classmethod
     def parse(cls, values: dict[str, Any], source: str = "run spec") -> RunSpec:

@@ -81,9 +81,10 @@ def register(commands) -> dict:
                      help="suite and run seed (default 0)")
     run.add_argument("--out", default="results/manual", help="results folder (results/manual)")
     run.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
-                     help="a suite option, repeatable; the value is read as YAML "
-                          "(-o examples=1 -o 'types=[colours, jokes]'; memlab suites lists "
-                          "the suites, a wrong key is named with the ones the suite takes)")
+                     help="a suite option or a setting of the condition, repeatable; the value "
+                          "is read as YAML (-o examples=1 -o 'types=[colours, jokes]' -o "
+                          "top_k=8 -o url=http://127.0.0.1:8766/mcp; memlab suites lists the "
+                          "suites, a wrong key is named with the ones the suite takes)")
     run.add_argument("--answered", type=non_negative_int, default=None,
                      help="answer the questions of a seeded sample of this many tests; the "
                           "others are measured for evidence recall only (default: all; 0: "
@@ -160,12 +161,13 @@ def register(commands) -> dict:
 def cmd_run(args: argparse.Namespace) -> int:
     from memlab import lab
 
+    suite, memory = split_options(suite_options(args.option), args.suite, args.condition)
     run_dir = lab.run_condition(
         args.condition, args.suite, args.span, args.seed, out_dir=args.out, llm=args.llm,
         llm_model=args.llm_model, memory_llm=args.memory_llm,
         memory_llm_model=args.memory_llm_model, embedder=args.embedder,
         answered=args.answered, probes_sleep=args.probes_sleep,
-        suite_options=suite_options(args.option) | ({"data": args.data} if args.data else {}),
+        suite_options=suite | ({"data": args.data} if args.data else {}), memory_options=memory,
         needle_replies="scripted" if args.scripted_needles else "model")
     print(lab.run_summary(run_dir).to_string())
     print(f"\nrun folder: {run_dir}")
@@ -187,6 +189,20 @@ def suite_options(pairs: list[str]) -> dict:
             raise ConfigError(f"option {key.strip()!r}: value {value!r} is not YAML ({exc})"
                               ) from None
     return options
+
+
+def split_options(options: dict, suite: str, condition: str) -> tuple[dict, dict]:
+    """``-o`` options as (suite options, the condition's settings): a key only the condition's
+    Config has is the condition's; every other key is the suite's (a wrong one is named there).
+    """
+    takes = set(SUITES.resolve(suite).options)
+    settings = set(MEMORIES.resolve(condition).Config.model_fields)
+    both = sorted(takes & settings & set(options))
+    if both:
+        raise ConfigError(f"option {both[0]!r}: both suite {suite!r} and condition "
+                          f"{condition!r} take it, so -o cannot say whose it is")
+    memory = {k: v for k, v in options.items() if k in settings and k not in takes}
+    return {k: v for k, v in options.items() if k not in memory}, memory
 
 
 MODEL_FIELDS = ("llm", "llm_model", "memory_llm", "memory_llm_model", "embedder")

@@ -1,4 +1,5 @@
-"""``memlab serve`` (agents over HTTP, one per session) and ``memlab goodai-rescore``."""
+"""``memlab serve`` (agents over HTTP, one per session), ``memlab mcp`` (memory over MCP) and
+``memlab goodai-rescore``."""
 
 from __future__ import annotations
 
@@ -23,6 +24,22 @@ and its own memory under WORKDIR/sessions/<id>/; sessions never see each other's
 
 A turn is acknowledged (200) only once it is stored and journaled (fsync). SIGTERM finishes the
 requests in flight, then exits. Beyond loopback MEMLAB_API_TOKEN is required (bearer token).
+"""
+
+
+MCP_HELP = """\
+Serve a memory condition over MCP (Model Context Protocol), so an MCP client (an agent
+harness, another benchmark, `memlab run -c mcp`) uses it as its memory. Tools:
+
+  observe   {"user_message", "assistant_message", "timestamp"?}: store one exchange
+  recall    {"query"}: the memory items (with their turn numbers) and verbatim history
+  sleep     run the condition's consolidation cycle now
+  reset     empty a memory;  forget: remove it and its journal
+
+Every tool takes "user" and "session" (default "user", "default"): each pair is its own memory,
+isolated like a `memlab serve` session, under WORKDIR/sessions/. HTTP listens on loopback only
+(http://127.0.0.1:PORT/mcp); with --transport stdio the protocol runs on standard input and
+output and everything else goes to standard error.
 """
 
 
@@ -58,7 +75,25 @@ def register(commands) -> dict:
                        help="docqa workdir that POST /docqa/ask answers from (default "
                             "results/docqa, where `memlab docqa ingest` stores chunks)")
     add_model_options(serve)
-    return {"goodai-rescore": cmd_goodai_rescore, "serve": cmd_serve}
+
+    mcp = commands.add_parser(
+        "mcp", help="serve a condition's memory over MCP (streamable HTTP or stdio)",
+        description=MCP_HELP, formatter_class=RAW,
+        epilog="examples:\n  memlab mcp --condition rag --port 8766\n"
+               "  memlab run -c mcp -s ltm -o url=http://127.0.0.1:8766/mcp")
+    mcp.add_argument("-c", "--condition", default="rag", choices=MEMORIES.names(),
+                     metavar="CONDITION",
+                     help=f"the memory served: {names(MEMORIES)} (default rag)")
+    mcp.add_argument("--transport", choices=("http", "stdio"), default="http",
+                     help="streamable HTTP on loopback (default) or stdio (an MCP client "
+                          "starts the command)")
+    mcp.add_argument("--port", type=port, default=8766,
+                     help="TCP port on 127.0.0.1 for --transport http (default 8766; 0: any "
+                          "free port, printed)")
+    mcp.add_argument("--workdir", default="results/mcp",
+                     help="folder of the memories' journals and stores (default results/mcp)")
+    add_model_options(mcp)
+    return {"goodai-rescore": cmd_goodai_rescore, "serve": cmd_serve, "mcp": cmd_mcp}
 
 
 def cmd_goodai_rescore(args: argparse.Namespace) -> int:
@@ -79,3 +114,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
           embedder=lab.make_embedder(args.embedder), workdir=args.workdir, host=args.host,
           port=args.port, docs=args.docs)
     return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from memlab import lab
+    from memlab.memory.mcp_client import require_mcp
+    from memlab.server.mcp_server import serve_mcp
+    from memlab.userfiles import writable_folder
+
+    require_mcp()
+    writable_folder(args.workdir, "--workdir")
+    serve_mcp(condition=args.condition, llm=lab.make_llm(args.llm, args.llm_model),
+              embedder=lab.make_embedder(args.embedder), workdir=args.workdir,
+              transport=args.transport, port=args.port)
+    return 0
+

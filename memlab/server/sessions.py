@@ -33,7 +33,7 @@ from memlab.agent import Agent, TurnTrace
 from memlab.bench.runlog import JsonlWriter, read_numbered, write_json_atomic
 from memlab.errors import ConfigError, DamagedFileError, MemlabError, fields_message
 from memlab.memory._backends import purge_namespace
-from memlab.memory.base import MEMORIES, Scope
+from memlab.memory.base import MEMORIES, MemoryContext, Scope
 from memlab.models import utc_now
 from memlab.models.api import (
     SESSION_ID_PATTERN,
@@ -110,7 +110,7 @@ def check_options(condition: str, options: dict[str, Any]) -> dict[str, Any]:
         ConfigError: naming ``options.<field>`` and the rule.
     """
     config = MEMORIES.resolve(condition).Config
-    allowed = sorted(n for n in config.model_fields if not n.endswith("_url"))
+    allowed = sorted(n for n, f in config.model_fields.items() if not _server_only(n, f))
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise ConfigError(f"field 'options.{unknown[0]}': not a setting of condition "
@@ -121,6 +121,13 @@ def check_options(condition: str, options: dict[str, Any]) -> dict[str, Any]:
         errors = [{**e, "loc": ("options", *e["loc"])} for e in exc.errors()]
         raise ConfigError(fields_message(errors)) from None
     return dict(options)
+
+
+def _server_only(name: str, field: Any) -> bool:
+    """A setting that would make the server connect somewhere or start a program: server URLs
+    (``*_url``) and fields marked ``server_only`` (the mcp condition's url and command)."""
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    return name.endswith("_url") or bool(extra.get("server_only"))
 
 
 class SessionManager:
@@ -157,6 +164,14 @@ class SessionManager:
             write_json_atomic(folder / META, {**info.model_dump(mode="json"), "incarnation": 0})
             self._sessions[info.id] = self._open(info, folder, incarnation=0)
         return info
+
+    def get_or_create(self, session_id: str, request: SessionCreate) -> Session:
+        """The session ``session_id``, created from ``request`` when there is none yet."""
+        with self._lock:
+            self._check_running()
+            if not (self.root / session_id / META).is_file():
+                self.create(request, session_id=session_id)
+            return self.get(session_id)
 
     def get(self, session_id: str) -> Session:
         """The session, rebuilt from its journal when this process has not opened it yet."""
@@ -256,8 +271,7 @@ class SessionManager:
                       for r in read_journal(session.folder, session.info.id) if r.kind != "recall"]
             recalled = []
             if query:
-                context = session.agent.memory.recall(query)
-                self._journal(session, "recall", utc_now(), query)
+                context = self._recall(session, query)
                 recalled = [RecalledItem(kind=i.kind, id=i.id, text=i.text, score=i.score)
                             for i in context.items]
                 recalled += [RecalledItem(kind="history turn", id=f"turn:{ex.turn_number}",
@@ -265,6 +279,18 @@ class SessionManager:
             info = session.info.model_copy(update={"turns": session.agent.turn_number})
             return MemoryView(session=info, stored=stored[-limit:] if limit else [],
                               query=query, recalled=recalled)
+
+    def recall(self, session: Session, query: str) -> MemoryContext:
+        """What the session's memory puts into the prompt for ``query`` (journaled, so a
+        restored session's memory sees the same recalls)."""
+        with session.lock:
+            self._check_open(session)
+            return self._recall(session, query)
+
+    def _recall(self, session: Session, query: str) -> MemoryContext:
+        context = session.agent.memory.recall(query)
+        self._journal(session, "recall", utc_now(), query)
+        return context
 
     def info(self, session: Session) -> SessionInfo:
         return session.info.model_copy(update={"turns": session.agent.turn_number})
