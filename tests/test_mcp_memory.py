@@ -14,6 +14,7 @@ from memlab import cli
 from memlab.embed.hashing import HashingEmbedder
 from memlab.memory.base import MEMORIES, Exchange, Scope
 from memlab.network import loopback_only
+from memlab.testing.contract import CHECKS, NotApplicable
 
 pytest.importorskip("mcp")
 RUN = ("-s", "ltm", "--span", "600", "--llm", "fake", "--embedder", "hashing")
@@ -172,3 +173,17 @@ def test_memlab_mcp_on_a_taken_port_exits_2_naming_it(tmp_path, capsys):
         taken.close()
     err = capsys.readouterr().err
     assert status == 2 and f"--port {port}: cannot listen" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_the_mcp_condition_keeps_the_memory_contract(served, tmp_path, check):
+    """The shipped contract suite (docs/plugins.md) run on the ``mcp`` condition, its memory
+    served by ``memlab mcp -c rag``: scopes, provenance and resume hold across the bridge."""
+    def make(scope: Scope, workdir: Path, namespace: str):
+        return MEMORIES.create("mcp", scope=scope, config={"url": served}, workdir=workdir,
+                               namespace=namespace, embedder=HashingEmbedder())
+
+    try:
+        CHECKS[check](make, tmp_path)
+    except NotApplicable as exc:
+        pytest.skip(str(exc))

@@ -118,7 +118,7 @@ def test_a_plain_list_memory_keeps_every_rule(tmp_path):
                                         "Scope(user_id='alice', agent_id='agent') recalls WALNUT"),
     (ForgetfulMemory, ("resume",), "resume: the replayed memory lost turn 2"),
     (AnonymousMemory, ("provenance",), "names turns [], not turn 2 it holds"),
-    (HoardingMemory, ("close",), "leaves more files open (1, 2, 3)"),
+    (HoardingMemory, ("close",), "(round 1) the memory still holds 1 files open"),
 ])
 def test_a_memory_that_breaks_a_rule_fails_that_check_with_a_message_naming_it(
         tmp_path, cls, broken, message):

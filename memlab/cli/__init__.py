@@ -23,10 +23,10 @@ from collections.abc import Callable
 
 from memlab.cli.common import RAW, OneLineParser
 from memlab.errors import ConfigError, MemlabError, MissingDependencyError
-from memlab.memory.base import MEMORIES
+from memlab.memory.base import BRIDGES, MEMORIES
 
 DESCRIPTION = f"""\
-memlab compares {len(MEMORIES.builtins())} long-term-memory architectures for LLM agents on the same
+memlab compares {len(MEMORIES.builtins()) - len(BRIDGES)} long-term-memory architectures for LLM agents on the same
 model, data and scorers, with accuracy next to what each costs in tokens and time. Offline by
 default (a local model); MEMLAB_LLM=gemini with GEMINI_API_KEY set switches to Gemini.
 

@@ -93,7 +93,11 @@ def purge_namespace(namespace: str, *, workdir: Path | None = None) -> None:
     embedded = Path(workdir) if workdir is not None else None
     if settings.chroma_url or (embedded and (embedded / CHROMA_FOLDER).exists()):
         path = None if settings.chroma_url else embedded / CHROMA_FOLDER
-        purge_run(make_client(path=path, url=settings.chroma_url), namespace)
+        client = make_client(path=path, url=settings.chroma_url)
+        try:
+            purge_run(client, namespace)
+        finally:
+            client.close()
     if settings.sql_url or (embedded and (embedded / SQLITE_FILE).exists()):
         engine = make_engine(settings.sql_url, None if settings.sql_url else embedded / SQLITE_FILE)
         try:

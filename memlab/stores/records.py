@@ -92,6 +92,7 @@ class RecordBackends:
 
     def close(self) -> None:
         self.engine.dispose()
+        self.chroma.close()  # chroma stops the folder's system with its last client
 
 
 def create_tables(engine: Any) -> None:

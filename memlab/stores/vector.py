@@ -209,6 +209,7 @@ class ChromaVectorStore(VectorStore):
             raise ConfigError("scope: must be a non-empty user or agent id")
         self.scope, self.embedder, self.url = scope, embedder, url
         self.where_shown = url or str(path)
+        self._owns_client = client is None
         self.client = client if client is not None else make_client(
             path=path, url=url, timeout_s=timeout_s)
         self.collection = self._call(
@@ -233,6 +234,16 @@ class ChromaVectorStore(VectorStore):
         """A server when ``MEMLAB_CHROMA_URL`` is set, else embedded in ``<workdir>/chroma``."""
         url = (settings or get_settings()).chroma_url
         return cls(scope, embedder, path=Path(workdir) / "chroma", url=url, **kwargs)
+
+    def close(self) -> None:
+        """Release the client this store made. chroma counts the clients of one folder in the
+        process and stops its system (sqlite files, index) with the last one, so a folder
+        removed after every memory on it closed can be made anew at the same path."""
+        if self._owns_client:
+            self._owns_client = False
+            closing = getattr(self.client, "close", None)
+            if closing is not None:
+                closing()
 
     def _raise_ef_search(self) -> None:
         """Give a collection created with a lower ``ef_search`` (an older run folder) memlab's.
