@@ -223,8 +223,8 @@ def test_scores_carry_f1_bleu_and_the_judges_verdict_and_model():
     assert sent == MEM0_PROMPT.format(question="What does Ana's necklace stand for?",
                                       gold_answer="love, faith and strength",
                                       generated_answer="love, faith and strength")
-    # unanswered questions are WRONG without a judge call
-    assert scores["conv-a:q2"].metadata["j"] is False and len(judge.history) == 2
+    # two judges per answer; unanswered questions are WRONG without a judge call
+    assert scores["conv-a:q2"].metadata["j"] is False and len(judge.history) == 4
 
 
 def test_without_judge_the_score_is_f1():
