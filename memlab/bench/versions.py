@@ -56,15 +56,17 @@ def _scoring_texts() -> list[str]:
     from memlab.bench.scoring import JUDGE_PROMPT
     from memlab.bench.suites import judges
 
-    return [JUDGE_PROMPT, judges.MEM0_PROMPT, judges.LONGMEMEVAL_ABSTENTION,
+    return [JUDGE_PROMPT, judges.MEM0_PROMPT, judges.STRICT_PROMPT,
+            judges.judge_answer("Answer: 1:56 pm on 8 May, 2023"), judges.LONGMEMEVAL_ABSTENTION,
             *judges.LONGMEMEVAL_PROMPTS.values()]
 
 
 def _suite_texts() -> list[str]:
     from memlab.bench.suites import locomo
+    from memlab.bench.suites.locomo_data import format_date
 
     return [locomo.INTRO, locomo.QA_PROMPT, locomo.QA_PROMPT_CAT_5, locomo.TEMPORAL_HINT,
-            locomo.NOT_MENTIONED]
+            locomo.NOT_MENTIONED, format_date(datetime(2023, 5, 8, 13, 56))]
 
 
 # The texts memlab sends to a model, by part (agent, memory, structured output, scoring).
