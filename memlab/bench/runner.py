@@ -291,7 +291,7 @@ def run_identity(spec: RunSpec, suite: Suite, llm: Any, embedder: Any,
             "memory_llm": {"provider": memory_llm.provider, "model": memory_llm.model,
                            **memory_llm.cache_identity({})},
             "embedder": getattr(embedder, "name", None),
-            "prompts": prompt_versions(spec.condition)}
+            "prompts": prompt_versions(spec.condition, spec.suite)}
 
 
 class _RunSession:
