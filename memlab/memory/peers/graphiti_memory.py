@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 import warnings
+from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
 from typing import Any
 
@@ -152,14 +153,18 @@ class GraphitiMemory(PeerMemory):
                 "source_turns": turns, "episodes": list(edge.episodes),
                 "valid_at": _iso(edge.valid_at), "invalid_at": _iso(edge.invalid_at)})
 
-    def graph_counts(self) -> dict[str, int]:
-        """Entities, facts and episodes in this scope's graph."""
+    def graph_counts(self, timeout: float = 30.0) -> dict[str, int] | None:
+        """Entities, facts and episodes in this scope's graph (None when the loop is still busy
+        with an add after ``timeout`` seconds: a run stopped mid-turn reports without them)."""
         counts = {}
         for name, pattern in (("entities", "(n:Entity)"), ("facts", "(n:RelatesToNode_)"),
                               ("episodes", "(n:Episodic)")):
-            rows, _, _ = self.loop.run(self.driver.execute_query(
-                f"MATCH {pattern} WHERE n.group_id = $gid RETURN count(n) AS total",
-                gid=self.group), self.config.timeout)
+            try:
+                rows, _, _ = self.loop.run(self.driver.execute_query(
+                    f"MATCH {pattern} WHERE n.group_id = $gid RETURN count(n) AS total",
+                    gid=self.group), timeout)
+            except FutureTimeout:
+                return None
             counts[name] = int(rows[0]["total"]) if rows else 0
         return counts
 
