@@ -8,6 +8,7 @@ LLM with the history the context carries + the clock and the user message -> sto
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -106,11 +107,15 @@ class Agent:
         system_prompt: instructions replacing ``DEFAULT_SYSTEM_PROMPT``.
         auto_sleep: run the memory's consolidation when it asks for it after a stored turn
             (Table 2's protocol turns it off and sleeps once, by hand).
+        time_format: how the prompt writes a time: the clock, remembered items, history
+            (default ``format_time``, ``Mon 08 Jan 2024 19:00``; the runner sets the suite's
+            own, ``Suite.format_time``: LoCoMo writes ``1:56 pm on 8 May, 2023``).
     """
 
     def __init__(self, memory: MemorySystem, llm: LLMClient, *, persona: str | None = None,
                  history_turns: int = 5, max_tokens: int = 128,
-                 system_prompt: str | None = None, auto_sleep: bool = True):
+                 system_prompt: str | None = None, auto_sleep: bool = True,
+                 time_format: Callable[[datetime], str] | None = None):
         self.memory = memory
         self.llm = llm
         self.persona = persona
@@ -118,6 +123,7 @@ class Agent:
         self.max_tokens = max_tokens
         self.system_prompt = system_prompt or DEFAULT_SYSTEM_PROMPT
         self.auto_sleep = auto_sleep
+        self.time_format = time_format or format_time
         self.turn_number = 0
         self.cycles: list[Any] = []  # CycleStats of every sleep cycle this agent ran
         self.last_messages: list[Message] = []  # the prompt of the last interact (option scoring)
@@ -208,14 +214,13 @@ class Agent:
         base = self.system_prompt
         if self.persona:
             base += f"\n\nAbout the user: {self.persona}"
-        rendered = context.render(show_time=now is not None)
+        rendered = context.render(show_time=now is not None, time_format=self.time_format)
         memory = f"\n\n{MEMORY_HEADER}\n{rendered}" if rendered else ""
         return base, memory
 
-    @staticmethod
-    def render_clock(now: datetime | None) -> str:
+    def render_clock(self, now: datetime | None) -> str:
         """The clock line that starts the last user message ("" without a clock)."""
-        return f"It is now {format_time(now)}.\n\n" if now is not None else ""
+        return f"It is now {self.time_format(now)}.\n\n" if now is not None else ""
 
     def _history(self, context: MemoryContext) -> list[Exchange]:
         if context.metadata.get("uncapped_history") or self.history_turns is None:
@@ -232,7 +237,8 @@ class Agent:
         trace.prompt_tokens_system = count(base) + 4
         trace.prompt_tokens_memory = count(memory) if memory else 0
         history = self._history(context)
-        for exchange, user in zip(history, history_texts(history, now is not None), strict=True):
+        for exchange, user in zip(history, history_texts(history, now is not None,
+                                                                 self.time_format), strict=True):
             messages.append(Message(role="user", content=user))
             messages.append(Message(role="assistant", content=exchange.assistant))
             trace.prompt_tokens_history += count(user) + count(exchange.assistant) + 8
@@ -273,7 +279,8 @@ class Agent:
         return stats
 
 
-def history_texts(history: list[Exchange], show_time: bool) -> list[str]:
+def history_texts(history: list[Exchange], show_time: bool,
+                  time_format: Callable[[datetime], str] = format_time) -> list[str]:
     """The user messages of ``history`` as sent; with ``show_time``, a message whose time moved
     at least ``TIME_MARK_GAP`` from the last time shown starts with its time (``[Mon 08 Jan
     2024 19:00] ...``): the first one always, then only where the clock jumped."""
@@ -281,7 +288,7 @@ def history_texts(history: list[Exchange], show_time: bool) -> list[str]:
     for exchange in history:
         moment = exchange.timestamp
         if show_time and (shown is None or abs(moment - shown) >= TIME_MARK_GAP):
-            texts.append(f"[{format_time(moment)}] {exchange.user}")
+            texts.append(f"[{time_format(moment)}] {exchange.user}")
             shown = moment
         else:
             texts.append(exchange.user)

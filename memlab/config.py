@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     cache_dir: Path = Field(default_factory=default_cache_dir)
     llm_cache: bool = Field(True, description="serve repeated model calls from the cache")
     results_dir: Path = Path("results")
+    locomo_data: Path | None = Field(
+        None, description="LoCoMo's locomo10.json for the locomo grid (default: "
+                          "../shared/data/locomo/locomo10.json when present)")
     require_services: bool = False
     request_timeout_s: float = Field(
         60.0, gt=0, description="deadline of one attempt of a remote model call, in seconds")

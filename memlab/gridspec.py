@@ -9,7 +9,8 @@ is measured on, and states the smallest paired difference the grid detects (exac
 
 Three sizes ship: ``quick`` (``make paper``), ``standard`` (the README's headline) and ``full``.
 ``peers`` runs mem0 and LangMem beside vanilla, rag, hybrid and sleep at the quick sizes, every
-memory on the 1.5B model (``memlab paper --spec peers``; docs/peers.md).
+memory on the 1.5B model (``memlab paper --spec peers``; docs/peers.md). ``locomo`` is LoCoMo as
+the memory papers report it, all ten conversations (docs/suites.md).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from pydantic import (
 from memlab.bench.base import SUITES
 from memlab.bench.questions import answered_tests, is_answered
 from memlab.bench.spec import REGISTRIES, RunSpec
+from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, fields_message
+from memlab.gridcost import cell_seconds, rates_text
 from memlab.memory.base import CONDITIONS, MEMORIES
 from memlab.stats import min_detectable_difference
 from memlab.userfiles import load_yaml
@@ -148,15 +151,16 @@ class GridSpec(BaseModel):
 
 
 def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
-    """Per suite and span: cells, questions answered and evidence questions per condition, and
-    the smallest paired difference the answered questions detect.
+    """Per suite and span: cells, questions answered and evidence questions per condition, the
+    smallest paired difference the answered questions detect, and (for a suite with measured
+    rates, ``memlab.gridcost``) the projected hours of model time, in all and per condition.
 
     Questions are counted on the suites themselves, with the sample a run answers (built with
     the token estimate, which changes lengths a little, not the tests or questions).
     """
     rows = []
     for (suite, span), group in _by_suite_span(cells or spec.cells()).items():
-        answered = evidence = 0
+        answered = evidence = stored = 0
         for seed, k in sorted({(c.seed, c.answered) for c in group if not c.probes_sleep},
                               key=str):
             events = SUITES.resolve(suite).build(
@@ -164,11 +168,20 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
             sample = answered_tests(events, k, seed)
             questions = [e for e in events if e.kind == "question"]
             evidence += len(questions)
+            stored += sum(e.kind != "question" for e in events)
             answered += sum(is_answered(e, sample) for e in questions) if k != 0 else 0
+        conditions = sorted({c.condition for c in group}, key=[c.condition for c in group].index)
+        hours = {c: cell_seconds(suite, c, stored_turns=stored, answered=answered)
+                 for c in conditions}
+        known = None not in hours.values()
         rows.append({"suite": suite, "span": span, "cells": len(group),
-                     "conditions": len({c.condition for c in group}),
+                     "conditions": len(conditions),
                      "answered_per_condition": answered, "evidence_per_condition": evidence,
-                     "detectable_difference": min_detectable_difference(answered)})
+                     "detectable_difference": min_detectable_difference(answered),
+                     "stored_turns_per_condition": stored,
+                     "projected_hours": sum(hours.values()) / 3600 if known else None,
+                     "hours_by_condition": {c: round(h / 3600, 2) for c, h in hours.items()}
+                     if known else None})
     return pd.DataFrame(rows)
 
 
@@ -192,6 +205,12 @@ def format_plan(spec: GridSpec, table: pd.DataFrame) -> str:
         lines.append(f"  {row.suite} at {row.span} tokens: {row.conditions} conditions, "
                      f"{row.answered_per_condition} answered and {row.evidence_per_condition} "
                      f"evidence questions per condition; {power}")
+        if row.projected_hours is not None and row.projected_hours == row.projected_hours:
+            by = ", ".join(f"{c} {h:g}" for c, h in row.hours_by_condition.items())
+            lines.append(f"    projected model time: {row.projected_hours:.1f} h on 2 cores, "
+                         f"one cell at a time ({row.stored_turns_per_condition} stored turns "
+                         f"per condition; hours by condition: {by})")
+            lines.append(f"    from {rates_text(row.suite)} (memlab.gridcost)")
     return "\n".join(lines)
 
 
@@ -248,8 +267,25 @@ PEERS_STANDARD = PEERS_SPEC.model_copy(update=dict(
                  "of model time on 2 cores, resumable cell by cell. Needs the peers extra."),
     spans=STANDARD.spans, seeds=STANDARD.seeds, answered=STANDARD.answered,
     suite_options=STANDARD.suite_options))
+LOCOMO_CONDITIONS = ["vanilla", "oracle", "full_context", "rag", "episodic", "episodic_summary",
+                     "sleep", "hybrid"]
+LOCOMO_ANSWERED = 320  # detects a 9-point paired difference (80% power, exact McNemar)
+LOCOMO = GridSpec(
+    name="locomo", suites=["locomo"], conditions=LOCOMO_CONDITIONS, **PAPER_MODELS,
+    description=("LoCoMo as the memory papers report it (issue 44): all ten conversations of "
+                 "locomo10.json, categories 1-4, the eight conditions; a seeded sample of "
+                 f"{LOCOMO_ANSWERED} questions answered and judged by both judges (the same in "
+                 "every condition: paired), evidence recall on all 1,540; dates as LoCoMo "
+                 "writes them. Data: MEMLAB_LOCOMO_DATA, else "
+                 "../shared/data/locomo/locomo10.json when present, else --locomo PATH."),
+    spans={"locomo": [26000]}, seeds=[0], answered={"locomo": LOCOMO_ANSWERED},
+    suite_options={"locomo": {"categories": [1, 2, 3, 4]}}, one_seed=["locomo"],
+    sleep_probes=False,
+)
 SPECS = {"quick": QUICK, "standard": STANDARD, "full": FULL, "peers": PEERS_SPEC,
-         "peers-standard": PEERS_STANDARD}
+         "peers-standard": PEERS_STANDARD, "locomo": LOCOMO}
+# where the lab keeps LoCoMo's file: beside the repository (relative to where memlab runs)
+LOCOMO_DATA = Path("..") / "shared" / "data" / "locomo" / "locomo10.json"
 
 # The published suites' cells per grid size (``memlab paper --locomo PATH --longmemeval PATH``):
 # the span sizes the answering window (26k holds LoCoMo's longest conversation in a 32k window;
@@ -265,6 +301,31 @@ PUBLISHED_SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "full": {"locomo": {"span": 26000, "answered": None, "options": {}},
              "longmemeval": {"span": 32000, "answered": None, "options": {}}},
 }
+PUBLISHED_SIZES["locomo"] = {
+    "locomo": {"span": 26000, "answered": LOCOMO_ANSWERED,
+               "options": LOCOMO.suite_options["locomo"]},
+    "longmemeval": PUBLISHED_SIZES["quick"]["longmemeval"]}
+
+
+def default_locomo_data(settings: Settings | None = None) -> str | None:
+    """LoCoMo's file for a grid that does not name one: ``MEMLAB_LOCOMO_DATA`` (as given: a
+    wrong path is then named by the suite), else ``LOCOMO_DATA`` when present, else None."""
+    configured = (settings or get_settings()).locomo_data
+    if configured is not None:
+        return str(configured)
+    return str(LOCOMO_DATA) if LOCOMO_DATA.is_file() else None
+
+
+def with_default_data(spec: GridSpec) -> GridSpec:
+    """``spec`` with LoCoMo's default file (``default_locomo_data``) when it runs the locomo
+    suite without a ``data`` option and the file is there (otherwise unchanged: the suite then
+    says which option is missing)."""
+    options = spec.suite_options.get("locomo", {})
+    path = default_locomo_data() if "locomo" in spec.suites and "data" not in options else None
+    if path is None:
+        return spec
+    return spec.model_copy(update={"suite_options": spec.suite_options | {
+        "locomo": {**options, "data": path}}})
 
 
 def with_published(spec: GridSpec, data: dict[str, str | None]) -> GridSpec:
@@ -297,10 +358,10 @@ def validate_spec(values: dict[str, Any], source: str) -> GridSpec:
 
 
 def load_spec(name_or_path: str | Path) -> GridSpec:
-    """A built-in spec (``SPECS``: quick, standard, full, peers, peers-standard) or a YAML file
-    with GridSpec's fields."""
+    """A built-in spec (``SPECS``: quick, standard, full, peers, peers-standard, locomo) or a
+    YAML file with GridSpec's fields; LoCoMo's data path filled in (``with_default_data``)."""
     if str(name_or_path) in SPECS:
-        return SPECS[str(name_or_path)]
+        return with_default_data(SPECS[str(name_or_path)])
     path = Path(name_or_path)
     if not path.is_file():
         raise ConfigError(f"grid spec {str(name_or_path)!r}: not a built-in spec "
@@ -308,4 +369,4 @@ def load_spec(name_or_path: str | Path) -> GridSpec:
     values = load_yaml(path, "grid spec") or {}
     if not isinstance(values, dict):
         raise ConfigError(f"grid spec {path}: expected a mapping of GridSpec fields")
-    return validate_spec(values, str(path))
+    return with_default_data(validate_spec(values, str(path)))

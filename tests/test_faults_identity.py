@@ -220,3 +220,16 @@ def test_a_killed_persona_run_resumes(tmp_path):
              results_dir=tmp_path, progress=False)
     assert json.loads(manifest.read_text())["status"] == "complete"
     assert len(read_jsonl(run_dir / "turns.jsonl")) == len(turns.splitlines())
+
+
+def test_a_suite_judge_change_refuses_that_suites_runs_only(monkeypatch):
+    """LoCoMo's judges are part of LoCoMo runs' identity, not of an LTM or persona run's: a new
+    strict-judge prompt must not strand a grid of other suites half way."""
+    from memlab.bench.suites import judges
+
+    ltm, locomo = versions.prompt_versions("rag", "ltm"), versions.prompt_versions("rag", "locomo")
+    assert "suites" not in ltm and "suites" in locomo
+    monkeypatch.setattr(judges, "STRICT_PROMPT", judges.STRICT_PROMPT + " Be terse.")
+    assert versions.prompt_versions("rag", "ltm") == ltm
+    changed = versions.prompt_versions("rag", "locomo")
+    assert {k for k in changed if changed[k] != locomo[k]} == {"suites"}

@@ -18,7 +18,8 @@ from memlab.report import literature
 
 DATA = Path(__file__).parent / "suites_data"
 LOCOMO, LONGMEMEVAL = DATA / "locomo_mini.json", DATA / "longmemeval_mini.json"
-# what each condition answers, and the judge's rule: CORRECT when the answer names "strength"
+# what each condition answers, and the judges' rules: Mem0's J is CORRECT when the answer names
+# "strength", the strict judge only when it names all three of "love, faith and strength"
 ANSWERS = {"oracle": "love, faith and strength", "vanilla": "no idea",
            "full_context": "strength"}
 
@@ -28,7 +29,9 @@ def scripted(answer: str):
         text = messages[-1].content
         if "Gold answer:" in text:
             generated = text.split("Generated answer:")[1].split("\n")[0]
-            return '{"label": "%s"}' % ("CORRECT" if "strength" in generated else "WRONG")
+            wanted = "love, faith and strength" if "same topic is not enough" in text \
+                else "strength"
+            return '{"label": "%s"}' % ("CORRECT" if wanted in generated else "WRONG")
         if "Answer yes or no only" in text:  # a city is right, except where none is known
             named = "Portland" in text.split("Model Response:")[1]
             return "no" if named == ("unanswerable" in text) else "yes"
@@ -157,15 +160,38 @@ def test_longmemeval_table_reports_type_task_average_and_abstention(results):
 
 def test_write_literature_writes_tables_and_figure(results, tmp_path):
     written = literature.write_literature(results, tmp_path)
-    assert set(written) == {"locomo_table", "locomo_paired", "locomo_paired_f1", "locomo_figure",
-                            "longmemeval_table", "longmemeval_paired", "longmemeval_figure"}
+    assert set(written) == {"locomo_table", "locomo_paired", "locomo_paired_j_strict",
+                            "locomo_paired_f1", "locomo_figure", "longmemeval_table",
+                            "longmemeval_paired", "longmemeval_figure"}
     assert all(path.exists() and path.stat().st_size > 0 for paths in written.values()
                for path in paths)
     numbers = pd.read_csv(tmp_path / "tables" / "locomo_table.csv")
-    assert {"J", "J_low", "J_high", "F1", "B1", "evidence_recall", "evidence_n", "tokens",
-            "search_p95_s", "total_p95_s"} <= set(numbers.columns)
+    assert {"J", "J_low", "J_high", "J_strict", "J_strict_low", "F1", "B1", "evidence_recall",
+            "evidence_n", "tokens", "search_p95_s", "total_p95_s"} <= set(numbers.columns)
     shown = (tmp_path / "tables" / "locomo_table.md").read_text()
-    assert "J 95% CI" in shown and "evidence_recall 95% CI" in shown
+    assert "J 95% CI" in shown and "J_strict 95% CI" in shown
+    assert "evidence_recall 95% CI" in shown
+    assert "J_strict" not in (tmp_path / "tables" / "longmemeval_table.md").read_text()
+
+
+def test_the_strict_judge_is_a_column_beside_mem0s_j(results):
+    questions = literature.questions_frame(results, "locomo")
+    necklace = questions[questions["test_id"] == "conv-a:q0"].set_index("condition")
+    # "strength" is on the topic (J) but not the whole gold fact (strict)
+    assert necklace.loc["full_context", ["score", "j_strict"]].tolist() == [1.0, 0.0]
+    assert necklace.loc["oracle", ["score", "j_strict"]].tolist() == [1.0, 1.0]
+    assert necklace.loc["oracle", "reply"] == "love, faith and strength"
+    table = literature.locomo_table(questions).set_index(["condition", "group"])
+    full = questions[(questions["condition"] == "full_context")
+                     & (questions["test_type"] != "adversarial")]
+    expected = stats.proportion(full["j_strict"])
+    assert table.loc[("full_context", "overall"), ["J_strict", "J_strict_low"]].tolist() == \
+        pytest.approx([expected.estimate, expected.low])
+    assert table.loc[("full_context", "overall"), "J"] > table.loc[("full_context", "overall"),
+                                                                   "J_strict"]
+    paired = literature.paired_comparisons(questions, "full_context", measure="j_strict")
+    oracle = paired.set_index("condition").loc["oracle"]
+    assert (oracle["condition_only"], oracle["reference_only"]) == (7, 0)
 
 
 def test_a_results_folder_without_the_suite_is_refused(results):

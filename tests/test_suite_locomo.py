@@ -223,8 +223,8 @@ def test_scores_carry_f1_bleu_and_the_judges_verdict_and_model():
     assert sent == MEM0_PROMPT.format(question="What does Ana's necklace stand for?",
                                       gold_answer="love, faith and strength",
                                       generated_answer="love, faith and strength")
-    # unanswered questions are WRONG without a judge call
-    assert scores["conv-a:q2"].metadata["j"] is False and len(judge.history) == 2
+    # two judges per answer; unanswered questions are WRONG without a judge call
+    assert scores["conv-a:q2"].metadata["j"] is False and len(judge.history) == 4
 
 
 def test_without_judge_the_score_is_f1():
@@ -329,7 +329,10 @@ def test_the_published_files_evidence_slips_are_normalised_or_counted():
 
     from memlab.bench.suites.locomo_data import locomo_counts, read_locomo
 
+    from memlab.gridspec import default_locomo_data
+
     path = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
+    path = path if path.exists() else Path(default_locomo_data() or path)
     if not path.exists():
         require_or_skip(f"LoCoMo's published file not found at {path}")
     file, conversations = read_locomo(path)

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from memlab.errors import ConfigError
+from memlab.memory.base import format_time
 from memlab.registry import Registry
 
 EventKind = Literal["filler", "needle", "question"]
@@ -144,6 +145,11 @@ class Suite(ABC):
     def describe(self) -> dict[str, Any]:
         """Parameters that identify this suite instance (written to the run manifest)."""
         return {"name": self.name}
+
+    def format_time(self, moment: datetime) -> str:
+        """A time as the answer prompt writes it (the runner gives this to the Agent):
+        memlab's ``Mon 08 Jan 2024 19:00``; a published suite may write its data set's own."""
+        return format_time(moment)
 
     @classmethod
     def info(cls, data: str) -> dict[str, Any]:

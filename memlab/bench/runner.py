@@ -291,7 +291,7 @@ def run_identity(spec: RunSpec, suite: Suite, llm: Any, embedder: Any,
             "memory_llm": {"provider": memory_llm.provider, "model": memory_llm.model,
                            **memory_llm.cache_identity({})},
             "embedder": getattr(embedder, "name", None),
-            "prompts": prompt_versions(spec.condition)}
+            "prompts": prompt_versions(spec.condition, spec.suite)}
 
 
 class _RunSession:
@@ -371,6 +371,7 @@ class _RunSession:
                                  scope=Scope(user_id=user, agent_id=self.spec.condition),
                                  namespace=self.namespace, **self._memory_config())
             agent.auto_sleep = not self.spec.probes_sleep
+            agent.time_format = self.suite.format_time
             self.agents[user] = agent
         self.user, self.agent = user, self.agents[user]
         self.turn_events = self.events_by_user.setdefault(user, {})  # turn_number -> event

@@ -55,32 +55,56 @@ def _structured_texts() -> list[str]:
 
 def _scoring_texts() -> list[str]:
     from memlab.bench.scoring import JUDGE_PROMPT
-    from memlab.bench.suites import judges
 
-    return [JUDGE_PROMPT, judges.MEM0_PROMPT, judges.LONGMEMEVAL_ABSTENTION,
-            *judges.LONGMEMEVAL_PROMPTS.values()]
+    return [JUDGE_PROMPT]
 
 
-def _suite_texts() -> list[str]:
-    from memlab.bench.suites import locomo
+def _locomo_texts() -> list[str]:
+    from memlab.bench.suites import judges, locomo
+    from memlab.bench.suites.locomo_data import format_date
 
     return [locomo.INTRO, locomo.QA_PROMPT, locomo.QA_PROMPT_CAT_5, locomo.TEMPORAL_HINT,
-            locomo.NOT_MENTIONED]
+            locomo.NOT_MENTIONED, format_date(datetime(2023, 5, 8, 13, 56)), judges.MEM0_PROMPT,
+            judges.STRICT_PROMPT, judges.judge_answer("Answer: 1:56 pm on 8 May, 2023")]
 
 
-# The texts memlab sends to a model, by part (agent, memory, structured output, scoring).
+def _longmemeval_texts() -> list[str]:
+    from memlab.bench.suites import judges
+
+    return [judges.LONGMEMEVAL_ABSTENTION, *judges.LONGMEMEVAL_PROMPTS.values()]
+
+
+# The texts one suite sends (its prompts, its judges): the "suites" part of that suite's runs
+# only, so a change to LoCoMo's judge leaves an LTM run resumable.
+SUITE_TEXTS: dict[str, Callable[[], list[str]]] = {
+    "locomo": _locomo_texts, "longmemeval": _longmemeval_texts}
+
+
+def _suite_texts(suite: str | None = None) -> list[str]:
+    names = sorted(SUITE_TEXTS) if suite is None else [suite] if suite in SUITE_TEXTS else []
+    return [text for name in names for text in SUITE_TEXTS[name]()]
+
+
+# The texts memlab sends to a model, by part (agent, memory, structured output, scoring, the
+# suites' own).
 PROMPT_TEXTS: dict[str, Callable[[], list[str]]] = {
     "agent": _agent_texts, "memory": _memory_texts, "structured": _structured_texts,
     "scoring": _scoring_texts, "suites": _suite_texts}
 
 
-def prompt_versions(condition: str | None = None) -> dict[str, str]:
+def prompt_versions(condition: str | None = None, suite: str | None = None) -> dict[str, str]:
     """Per part of ``PROMPT_TEXTS``, the first 16 hex digits of the sha256 of its texts; for a
     ``condition`` whose memory sends none of memlab's memory prompts
-    (``MemorySystem.uses_memory_prompts``), without the "memory" part."""
-    parts = dict(PROMPT_TEXTS)
+    (``MemorySystem.uses_memory_prompts``), without the "memory" part; for a ``suite``, the
+    "suites" part holds that suite's texts (``SUITE_TEXTS``) and is left out when it has none."""
+    parts: dict[str, Callable[[], list[str]]] = dict(PROMPT_TEXTS)
     if condition is not None and not _uses_memory_prompts(condition):
         del parts["memory"]
+    if suite is not None:
+        if suite in SUITE_TEXTS:
+            parts["suites"] = SUITE_TEXTS[suite]
+        else:
+            del parts["suites"]
     return {part: hashlib.sha256("\x00".join(texts()).encode("utf-8")).hexdigest()[:16]
             for part, texts in parts.items()}
 

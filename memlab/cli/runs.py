@@ -109,8 +109,8 @@ def register(commands) -> dict:
                "--scheduler tcp://127.0.0.1:8786\n  memlab grid --conditions rag,sleep "
                "--suites persona --seeds 0,1,2\n  memlab grid --spec peers-standard --status")
     grid.add_argument("--spec", default="quick",
-                      help="quick, standard, full, peers (mem0 and LangMem beside vanilla, "
-                           "rag, hybrid, sleep; peers-standard at the standard sizes), or a "
+                      help="quick, standard, full, locomo, peers (mem0 and LangMem beside "
+                           "vanilla, rag, hybrid, sleep; peers-standard at the standard sizes), or a "
                            "YAML file with GridSpec fields (default quick)")
     grid.add_argument("--plan", action="store_true",
                       help="print the cells, the questions per condition and the smallest "

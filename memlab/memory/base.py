@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -102,18 +103,22 @@ class MemoryContext(BaseModel):
             str(ex.metadata.get("id", f"turn:{ex.turn_number}")) for ex in self.history
         ]
 
-    def render(self, show_time: bool = False) -> str:
+    def render(self, show_time: bool = False,
+               time_format: Callable[[datetime], str] | None = None) -> str:
         """The memory block of the system prompt ("" when there is nothing to show).
 
         Args:
             show_time: label each item that has one with its time (``[turn, Mon 08 Jan 2024
                 19:00]``), so time-aware questions can be answered.
+            time_format: how a time is written (default ``format_time``; a published suite
+                writes its data set's own format, ``Suite.format_time``).
         """
+        write = time_format or format_time
         lines = []
         for item in self.items:
             label = item.kind
             if show_time and item.timestamp is not None:
-                label += f", {format_time(item.timestamp)}"
+                label += f", {write(item.timestamp)}"
             lines.append(f"- [{label}] {item.text}")
         return "\n".join(lines)
 

@@ -1,7 +1,8 @@
 """The published benchmarks' tables, in the memory papers' style, from runs of memlab.
 
 LoCoMo as Mem0 reports it: per condition and question category (single-hop, multi-hop,
-open-domain, temporal; adversarial apart), F1, BLEU-1 and the judge's J, beside what memlab
+open-domain, temporal; adversarial apart), F1, BLEU-1 and Mem0's lenient judge J, with the
+strict judge's verdict beside it (``J_strict``: the answer must state the gold fact), beside what memlab
 adds to their table: evidence recall, prompt tokens per question and p50/p95 latency of the
 memory search and of the whole answer. LongMemEval as its paper reports it: judged accuracy by
 question type, task-averaged and overall accuracy and abstention accuracy.
@@ -29,8 +30,8 @@ LOCOMO_ORDER = ("single_hop", "multi_hop", "open_domain", "temporal", "overall",
 LONGMEMEVAL_ORDER = ("single-session-user", "single-session-assistant",
                      "single-session-preference", "multi-session", "knowledge-update",
                      "temporal-reasoning", "overall", "task-averaged", "abstention")
-QUESTION_COLUMNS = ["condition", "run_id", "test_id", "test_type", "answered", "score", "f1",
-                    "bleu1", "reached", "evidence", "prompt_tokens", "search_s", "total_s",
+QUESTION_COLUMNS = ["condition", "run_id", "test_id", "test_type", "answered", "score",
+                    "j_strict", "f1", "bleu1", "reply", "reached", "evidence", "prompt_tokens", "search_s", "total_s",
                     "abstention"]
 
 
@@ -38,7 +39,8 @@ def questions_frame(results_dir: str | Path, suite: str) -> pd.DataFrame:
     """One row per question of every complete ``suite`` run under ``results_dir``.
 
     Columns: condition, run_id, test_id, test_type (category / question type), answered, score
-    (``verdict``: J, accuracy, or declined; NaN when not judged), f1, bleu1 (LoCoMo), reached
+    (``verdict``: J, accuracy, or declined; NaN when not judged), j_strict (LoCoMo's strict
+    judge; NaN without one), f1, bleu1 (LoCoMo), reply (the answer as given), reached
     and evidence
     (evidence turns reached / named), prompt_tokens, search_s (memory recall) and total_s
     (recall + answer; NaN when the answer came from the response cache: its time is a lookup,
@@ -56,7 +58,10 @@ def questions_frame(results_dir: str | Path, suite: str) -> pd.DataFrame:
     out = pd.DataFrame({
         "condition": rows["condition"], "run_id": rows["run_id"], "test_id": rows["test_id"],
         "test_type": rows["test_type"], "answered": rows["answered"].fillna(True).astype(bool),
-        "score": meta.map(verdict).astype(float), "f1": meta.map(lambda m: m.get("f1")),
+        "score": meta.map(verdict).astype(float),
+        "j_strict": meta.map(lambda m: np.nan if m.get("j_strict") is None
+                             else float(bool(m["j_strict"]))),
+        "f1": meta.map(lambda m: m.get("f1")), "reply": rows["reply"],
         "bleu1": meta.map(lambda m: m.get("bleu1")),
         "reached": records.map(lambda r: sum(bool(x.get("reached")) for x in r)),
         "evidence": records.map(len), "prompt_tokens": rows["prompt_tokens"].astype(float),
@@ -78,12 +83,13 @@ def _cell(rows: pd.DataFrame) -> dict:
     """The measures of one table cell (a condition and a group of its questions)."""
     answered = rows[rows["answered"]]
     score = stats.proportion(answered["score"])
+    strict = stats.proportion(answered["j_strict"])
     recall = stats.proportion_ci(int(rows["reached"].sum()), int(rows["evidence"].sum()))
     f1 = stats.mean_ci(answered["f1"].dropna().astype(float), bounds=(0, 1))
     b1 = stats.mean_ci(answered["bleu1"].dropna().astype(float), bounds=(0, 1))
     tokens = stats.mean_ci(rows["prompt_tokens"])  # an unanswered prompt is counted too
     cell = {"n": len(answered), "questions": len(rows)}
-    for name, value in (("J", score), ("F1", f1), ("B1", b1), ("evidence_recall", recall),
+    for name, value in (("J", score), ("J_strict", strict), ("F1", f1), ("B1", b1), ("evidence_recall", recall),
                         ("tokens", tokens)):
         cell |= {name: value.estimate, f"{name}_low": value.low, f"{name}_high": value.high}
     cell["evidence_n"] = recall.n
@@ -110,7 +116,8 @@ def _table(questions: pd.DataFrame, groups: dict[str, pd.Series], order: tuple) 
 
 def locomo_table(questions: pd.DataFrame) -> pd.DataFrame:
     """Per condition and category (``group``; ``overall`` = categories 1-4, Mem0's headline):
-    n answered, J, F1, B1 (each with ``_low``/``_high``), evidence recall (its n in
+    n answered, J (Mem0's lenient judge), J_strict (the strict one), F1, B1 (each with
+    ``_low``/``_high``), evidence recall (its n in
     ``evidence_n``), prompt tokens and memory-search p50/p95 seconds (every question: an
     evidence-only prompt is built and counted too), total p50/p95 seconds (answered ones
     not served from the response cache; empty when every answer was).
@@ -144,12 +151,13 @@ def paired_comparisons(questions: pd.DataFrame, reference: str = "full_context",
                        group: str | None = None, measure: str = "score") -> pd.DataFrame:
     """Each condition against ``reference`` on the questions both answered (adversarial
     questions left out): difference (``second - first`` = condition - reference) with its
-    interval and p, Holm-corrected over the conditions. ``measure``: ``score`` (J or accuracy,
-    0/1: Newcombe's interval, exact McNemar) or ``f1`` / ``bleu1`` (LoCoMo, fractional:
+    interval and p, Holm-corrected over the conditions. ``measure``: ``score`` (J or accuracy)
+    or ``j_strict`` (LoCoMo's strict judge; both 0/1: Newcombe's interval, exact McNemar) or ``f1`` / ``bleu1`` (LoCoMo, fractional:
     paired bootstrap, sign-flip test); ``condition_only`` / ``reference_only`` count the
     questions only one side got right (``score`` only)."""
-    if measure not in ("score", "f1", "bleu1"):
-        raise ConfigError(f"paired comparisons: measure {measure!r} is not score, f1 or bleu1")
+    if measure not in ("score", "j_strict", "f1", "bleu1"):
+        raise ConfigError(f"paired comparisons: measure {measure!r} is not score, j_strict, "
+                          "f1 or bleu1")
     scored = questions[questions["answered"] & (questions["test_type"] != "adversarial")]
     if group is not None:
         scored = scored[scored["test_type"] == group]
@@ -160,7 +168,7 @@ def paired_comparisons(questions: pd.DataFrame, reference: str = "full_context",
     rows = []
     for condition in [c for c in wide.columns if c != reference]:
         pair = wide[[reference, condition]].dropna()
-        if measure == "score":
+        if measure in ("score", "j_strict"):
             test = stats.mcnemar(pair[reference], pair[condition])
             only = {"condition_only": test.second_only, "reference_only": test.first_only}
         else:
@@ -183,13 +191,13 @@ def reference_condition(questions: pd.DataFrame,
     return next((c for c in preferred if c in answered), None)
 
 
-def display(table: pd.DataFrame, percent: tuple[str, ...] = ("J", "F1", "B1",
+def display(table: pd.DataFrame, percent: tuple[str, ...] = ("J", "J_strict", "F1", "B1",
                                                               "evidence_recall")) -> pd.DataFrame:
     """The table as the paper prints it: percentages with ``low-high`` intervals, tokens and
     latencies rounded."""
     out = table[["condition", "group", "n"]].copy()
     for name in percent:
-        if name in table:
+        if name in table and table[name].notna().any():
             out[name] = (100 * table[name]).round(1)
             out[f"{name} 95% CI"] = [stats.interval_text(100 * lo, 100 * hi) for lo, hi in
                                      zip(table[f"{name}_low"], table[f"{name}_high"],
@@ -265,9 +273,11 @@ def write_literature(results_dir: str | Path, out_dir: str | Path = "figures") -
                 paired_comparisons(questions, reference), f"{suite}_paired",
                 Path(out_dir) / "tables")
             if suite == "locomo":  # F1 separates conditions where a lenient judge does not
-                written[f"{suite}_paired_f1"] = tables.write_table(
-                    paired_comparisons(questions, reference, measure="f1"),
-                    f"{suite}_paired_f1", Path(out_dir) / "tables")
+                for measure in ("j_strict", "f1"):
+                    if questions[measure].notna().any():
+                        written[f"{suite}_paired_{measure}"] = tables.write_table(
+                            paired_comparisons(questions, reference, measure=measure),
+                            f"{suite}_paired_{measure}", Path(out_dir) / "tables")
         written[f"{suite}_figure"] = style.save(plot_literature(table, title),
                                                   f"{suite}_figure", out_dir)
     return written

@@ -1,7 +1,13 @@
 """The LLM judges of the published benchmarks, asked through memlab's LLM layer.
 
 - ``mem0_judge``: Mem0's LoCoMo judge "J" (``evaluation/metrics/llm_judge.py`` of mem0ai/mem0):
-  its CORRECT/WRONG prompt word for word, the label read from the JSON it asks for;
+  its CORRECT/WRONG prompt word for word, the label read from the JSON it asks for; Mem0's
+  prompt asks to be "generous" (an answer that "touches on the same topic" is CORRECT);
+- ``strict_judge``: memlab's strict LoCoMo judge, asked beside Mem0's on every answer: CORRECT
+  only when the answer states the gold answer's fact (the same thing, the same date), its
+  verdict constrained to the same JSON as Mem0's;
+- ``judge_answer``: the answer as both LoCoMo judges see it (a leading "Answer:" label and a
+  time of day before a date dropped: gold answers never carry one);
 - ``longmemeval_judge``: LongMemEval's per-question-type prompts (``get_anscheck_prompt`` in
   ``src/evaluation/evaluate_qa.py`` of xiaowu0162/LongMemEval) word for word, the abstention
   prompt for ``_abs`` questions, correct when the reply contains "yes" (as theirs reads it).
@@ -50,6 +56,28 @@ MEM0_PROMPT = "\n".join([  # Mem0's prompt verbatim, trailing spaces included
 MEM0_SCHEMA = {"type": "object", "properties": {"label": {"type": "string",
                                                           "enum": ["CORRECT", "WRONG"]}},
                "required": ["label"]}
+
+STRICT_PROMPT = "\n".join([
+    "Your task is to label an answer to a question as CORRECT or WRONG. You are given a "
+    "question about a conversation, the gold (ground truth) answer and a generated answer.",
+    "",
+    "Label the generated answer CORRECT only if it states the fact the gold answer gives: the "
+    "same person, thing, place, number or reason; for a time question the same date, month or "
+    "year as the gold answer (another format is fine: \"7 May\" and \"May 7th\" are the same "
+    "date). Extra words around the right fact are fine.",
+    "Label it WRONG if it gives another fact, another date or a vaguer one (\"2023\" for "
+    "\"May 2023\"), only some of the things a gold answer lists, a right and a wrong "
+    "alternative together, or no answer (\"I don't know\", \"not mentioned\"). Being on the "
+    "same topic is not enough.",
+    "",
+    "Question: {question}",
+    "Gold answer: {gold_answer}",
+    "Generated answer: {generated_answer}",
+    "",
+    'Return the label CORRECT or WRONG in a json format with the key as "label".',
+])
+_ANSWER_LABEL = re.compile(r"^\s*(short\s+)?answer\s*:\s*", re.IGNORECASE)
+_TIME_OF_DAY = re.compile(r"\b\d{1,2}:\d{2}\s*[ap]\.?m\.?\s*(?:on\s+)?", re.IGNORECASE)
 
 _CONTAINS = ("I will give you a question, a correct answer, and a response from a model. Please "
              "answer yes if the response contains the correct answer. Otherwise, answer no. ")
@@ -102,6 +130,22 @@ def mem0_judge(client: Any, question: str, gold: str, answer: str) -> Verdict:
     reply = client.complete([{"role": "user", "content": prompt}], max_tokens=32,
                             json_schema=MEM0_SCHEMA).text
     return Verdict(correct=mem0_label(reply) == "CORRECT", raw=reply, model=client.model)
+
+
+def strict_judge(client: Any, question: str, gold: str, answer: str) -> Verdict:
+    """The strict judge: CORRECT only when the answer states the gold fact (``STRICT_PROMPT``),
+    the label constrained to Mem0's JSON and read as Mem0's is."""
+    prompt = STRICT_PROMPT.format(question=question, gold_answer=gold, generated_answer=answer)
+    reply = client.complete([{"role": "user", "content": prompt}], max_tokens=32,
+                            json_schema=MEM0_SCHEMA).text
+    return Verdict(correct=mem0_label(reply) == "CORRECT", raw=reply, model=client.model)
+
+
+def judge_answer(reply: str) -> str:
+    """The answer as the LoCoMo judges see it: stripped, without a leading "Answer:" /
+    "Short answer:" label and without a time of day before a date ("1:56 pm on 8 May, 2023"
+    -> "8 May, 2023": the prompt's dates carry the session's time, gold answers never do)."""
+    return _TIME_OF_DAY.sub("", _ANSWER_LABEL.sub("", reply.strip())).strip()
 
 
 def mem0_label(reply: str) -> str | None:

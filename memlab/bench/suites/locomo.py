@@ -14,12 +14,16 @@ assistant); keeping each turn whole, with its speaker's name, keeps who said wha
 turn is one event, so a question's evidence dia_ids map to exactly the turns that hold it.
 
 LoCoMo dates sessions, not turns: turn k of a session is stamped k seconds after the session's
-time (order kept, the session's minute shown). Questions are asked one second after the last
-replayed turn, with LoCoMo's own answer prompt (a short phrase, exact words; temporal questions
-add its "Use DATE of CONVERSATION" line); an adversarial question (category 5) is LoCoMo's
-two-option choice between "Not mentioned in the conversation" and the answer it baits, and
-scores 1 when the model declines. Scores: LoCoMo's F1, BLEU-1 and Mem0's judge J
-(``locomo_metrics``, ``judges``); ``TestScore.score`` is J (F1 with ``judge=False``).
+time (order kept, the session's minute shown), and the answer prompt writes times as LoCoMo
+does (``format_time``: the session's own ``date_time`` string, "1:56 pm on 8 May, 2023", as the
+data set and Mem0's protocol show it), so a right date can match the gold answer's tokens; the
+option ``dates="memlab"`` keeps memlab's ``Sun 09 Jul 2023 13:25``. Questions are asked one
+second after the last replayed turn, with LoCoMo's own answer prompt (a short phrase, exact
+words; temporal questions add its "Use DATE of CONVERSATION" line); an adversarial question
+(category 5) is LoCoMo's two-option choice between "Not mentioned in the conversation" and the
+answer it baits, and scores 1 when the model declines. Scores: LoCoMo's F1, BLEU-1 and two
+judges side by side on every answer, Mem0's lenient J and a strict one (``locomo_metrics``,
+``judges``); ``TestScore.score`` is Mem0's J (F1 with ``judge=False``).
 """
 
 from __future__ import annotations
@@ -30,11 +34,12 @@ from typing import Any
 from memlab.bench.base import Evidence, Response, SuiteEvent, TestScore
 from memlab.bench.evidence import carries
 from memlab.bench.schedule import TokenCounter, estimate_tokens
-from memlab.bench.suites.judges import mem0_judge
+from memlab.bench.suites.judges import judge_answer, mem0_judge, strict_judge
 from memlab.bench.suites.locomo_data import (
     Conversation,
     LoCoMoQuestion,
     dia_ids,
+    format_date,
     locomo_counts,
     read_locomo,
     render_turn,
@@ -53,6 +58,7 @@ QA_PROMPT = ("Based on the above context, write an answer in the form of a short
 QA_PROMPT_CAT_5 = "Based on the above context, answer the following question.\n\nQuestion: {question}"
 TEMPORAL_HINT = " Use DATE of CONVERSATION to answer with an approximate date."
 NOT_MENTIONED = "Not mentioned in the conversation"
+DATES = ("locomo", "memlab")  # how the answer prompt writes times (option dates)
 
 
 class LoCoMoSuite(PublishedSuite):
@@ -67,16 +73,21 @@ class LoCoMoSuite(PublishedSuite):
             adversarial questions).
         questions: a seeded sample of this many questions per conversation (default: all).
         judge: the LLM judge client (None: no J; ``score`` is then F1).
+        dates: "locomo" (default) writes times in the answer prompt as the data set writes
+            its sessions' ``date_time`` ("1:56 pm on 8 May, 2023"); "memlab" as memlab's
+            other suites do ("Mon 08 May 2023 13:56").
         count_tokens: the answering model's tokenizer (history sizes in ``describe``).
     """
 
     name = "locomo"
-    options = ("data", "conversations", "sessions", "categories", "questions", "judge")
+    options = ("data", "conversations", "sessions", "categories", "questions", "judge",
+               "dates")
 
     def __init__(self, data: str | None = None, *, span: int = 0, seed: int = 0,
                  conversations: int | list[str] | None = None, sessions: int | None = None,
                  categories: list[int] | None = None, questions: int | None = None,
-                 judge: Any = None, count_tokens: TokenCounter | None = None):
+                 judge: Any = None, dates: str = "locomo",
+                 count_tokens: TokenCounter | None = None):
         self.file, every = read_locomo(data)
         self.span, self.seed, self.judge = span, seed, judge
         self.conversations = self.units = select(every, conversations, lambda c: c.sample_id,
@@ -90,6 +101,14 @@ class LoCoMoSuite(PublishedSuite):
                               "1-5 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, "
                               "5 adversarial)")
         self.count = count_tokens or estimate_tokens
+        if dates not in DATES:
+            raise ConfigError(f"field 'suite_options.dates': {dates!r} must be one of "
+                              f"{', '.join(DATES)}")
+        self.dates = dates
+
+    def format_time(self, moment: datetime) -> str:
+        """LoCoMo's ``date_time`` format (``dates="locomo"``), else memlab's."""
+        return format_date(moment) if self.dates == "locomo" else super().format_time(moment)
 
     # ------------------------------------------------------------ conversation
     def _add_unit(self, conversation: Conversation, events: list[SuiteEvent]) -> None:
@@ -166,20 +185,34 @@ class LoCoMoSuite(PublishedSuite):
         meta, reply = event.metadata, response.reply.strip()
         gold, category = meta["answer"], meta["category"]
         f1, b1 = locomo_f1(reply, gold, category), bleu1(reply, gold)
-        verdict, raw = None, None
-        if self.judge is not None:
-            judged = mem0_judge(self.judge, event.text, gold, reply) if reply else None
-            verdict, raw = (judged.correct, judged.raw) if judged else (False, "")
+        verdicts = self._judged(event.text, gold, reply)
         reasons = [f"F1 {f1:.3f}, BLEU-1 {b1:.3f}"]
-        if verdict is not None:
-            reasons.append(f"J: {'CORRECT' if verdict else 'WRONG'}"
+        if self.judge is not None:
+            reasons.append(", ".join(f"{name}: {'CORRECT' if verdicts[key] else 'WRONG'}"
+                                     for name, key in (("J", "j"), ("J strict", "j_strict")))
                            + ("" if reply else " (no answer)"))
+        lenient = verdicts["j"]
         return TestScore(
             test_id=event.test_id or str(event.index), test_type=event.test_type or "question",
-            score=float(verdict) if verdict is not None else f1, max_score=1,
-            reasoning=reasons, judge="llm" if verdict is not None else "rule",
-            metadata={**meta, "event_index": event.index, "f1": f1, "bleu1": b1, "j": verdict,
-                      "judge_raw": raw, "judge_model": self.judge_model})
+            score=float(lenient) if lenient is not None else f1, max_score=1,
+            reasoning=reasons, judge="llm" if lenient is not None else "rule",
+            metadata={**meta, "event_index": event.index, "f1": f1, "bleu1": b1, **verdicts,
+                      "judge_model": self.judge_model})
+
+    def _judged(self, question: str, gold: str, reply: str) -> dict[str, Any]:
+        """Both judges' verdicts and raw replies on the normalised answer (``judge_answer``);
+        an empty answer is WRONG for both without a call; None without a judge."""
+        if self.judge is None:
+            return {"j": None, "j_strict": None, "judge_raw": None, "judge_strict_raw": None,
+                    "judged_answer": None}
+        judged = judge_answer(reply)
+        if not judged:
+            return {"j": False, "j_strict": False, "judge_raw": "", "judge_strict_raw": "",
+                    "judged_answer": ""}
+        lenient = mem0_judge(self.judge, question, gold, judged)
+        strict = strict_judge(self.judge, question, gold, judged)
+        return {"j": lenient.correct, "j_strict": strict.correct, "judge_raw": lenient.raw,
+                "judge_strict_raw": strict.raw, "judged_answer": judged}
 
     def _score_adversarial(self, event: SuiteEvent, response: Response) -> TestScore:
         options = event.options or []
@@ -210,5 +243,6 @@ class LoCoMoSuite(PublishedSuite):
                 "sessions": self.sessions, "categories": self.categories,
                 "questions_per_conversation": self.per_conversation, "seed": self.seed,
                 "questions": sum(e.kind == "question" for e in events),
-                "history_tokens": history, "judge_model": self.judge_model}
+                "history_tokens": history, "judge_model": self.judge_model,
+                "dates": self.dates}
 

@@ -178,6 +178,15 @@ def parse_date(text: str) -> datetime | None:
         return None
 
 
+def format_date(moment: datetime) -> str:
+    """A time the way LoCoMo writes a session's ``date_time`` (``parse_date``'s inverse):
+    ``"1:56 pm on 8 May, 2023"``. Every session's string in the published file is written back
+    exactly from its parsed time (tests/test_suite_locomo.py checks all 272)."""
+    half = "am" if moment.hour < 12 else "pm"
+    return (f"{moment.hour % 12 or 12}:{moment.minute:02d} {half} on {moment.day} "
+            f"{moment.strftime('%B')}, {moment.year}")
+
+
 def dia_ids(evidence: list[str]) -> list[str]:
     """Every ``D<session>:<turn>`` id in the evidence strings, in order, once each, its
     numbers without leading zeros (``D30:05`` is ``D30:5``)."""

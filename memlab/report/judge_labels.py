@@ -1,0 +1,138 @@
+"""How far an LLM judge can be trusted: its verdicts on LoCoMo answers against hand labels.
+
+The label file is JSON lines, one labelled answer a line (the lab keeps it as
+``data/locomo_labels.jsonl``)::
+
+    {"test_id": "conv-26:q9", "condition": "oracle", "answer": "9 June, 2023",
+     "gold": "The week before 9 June 2023", "label": "WRONG",
+     "reason": "names the Friday itself, not the week before it"}
+
+``answer`` is the reply as the run recorded it (``turns.jsonl``): a label of another answer
+measures nothing, so a label whose answer differs from the run's is refused. ``label`` is
+CORRECT when the answer states the gold fact, else WRONG; ``reason`` is one line.
+
+``judge_agreement`` puts each judge's verdicts (``questions_frame``'s ``score``: Mem0's lenient
+J; ``j_strict``: the strict judge) beside the labels: agreement, false accepts (CORRECT for a
+WRONG answer, over the WRONG ones) and false rejects (WRONG for a CORRECT answer, over the
+CORRECT ones), and on vanilla, which has no memory, the share of answers each judge accepts
+(its false-accept rate there, up to the rare lucky guess the labels show). ``judge_disagreement``
+is the share of answers on which the two judges differ. Every rate has its n and a Wilson
+interval (``memlab.stats.proportion``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memlab import stats
+from memlab.errors import ConfigError, fields_message
+from memlab.userfiles import read_text
+
+JUDGES = {"score": "J (Mem0, lenient)", "j_strict": "J strict"}
+
+
+class JudgeLabel(BaseModel):
+    """One answer labelled by hand (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    test_id: str = Field(min_length=1)
+    condition: str = Field(min_length=1)
+    answer: str
+    gold: str
+    label: Literal["CORRECT", "WRONG"]
+    reason: str = Field(min_length=1)
+
+    @field_validator("reason")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        if "\n" in value:
+            raise ValueError("must be one line")
+        return value
+
+
+def read_labels(path: str | Path) -> pd.DataFrame:
+    """The label file as a frame (columns: JudgeLabel's fields).
+
+    Raises:
+        ConfigError: a line that is not JSON or not a label (named with its line and field),
+            or an answer labelled twice.
+    """
+    rows, seen = [], set()
+    for number, line in enumerate(read_text(Path(path), "label file").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            label = JudgeLabel.model_validate(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"label file {path}: line {number}: not valid JSON "
+                              f"({exc.msg})") from None
+        except ValidationError as exc:
+            raise ConfigError(f"label file {path}: line {number}: "
+                              f"{fields_message(exc.errors(), whole='label')}") from None
+        key = (label.test_id, label.condition)
+        if key in seen:
+            raise ConfigError(f"label file {path}: line {number}: field 'test_id': "
+                              f"{label.test_id!r} under {label.condition!r} is labelled twice")
+        seen.add(key)
+        rows.append(label.model_dump())
+    return pd.DataFrame(rows, columns=list(JudgeLabel.model_fields))
+
+
+def labelled(labels: pd.DataFrame, questions: pd.DataFrame) -> pd.DataFrame:
+    """The labels joined to the runs' answers and verdicts (``questions_frame``'s rows).
+
+    Raises:
+        ConfigError: a label names no answered question of the runs, or another answer than
+            the run gave (the first few named).
+    """
+    answered = questions[questions["answered"]].assign(
+        condition=lambda f: f["condition"].astype(str))
+    joined = labels.merge(answered, on=["test_id", "condition"], how="left", indicator=True)
+    missing = joined[joined["_merge"] == "left_only"]
+    if len(missing):
+        raise ConfigError(f"labels: {len(missing)} name no answered question of the runs, e.g. "
+                          f"{missing[['condition', 'test_id']].values.tolist()[:3]}")
+    stale = joined[joined["answer"].str.strip() != joined["reply"].fillna("").str.strip()]
+    if len(stale):
+        raise ConfigError(f"labels: {len(stale)} label another answer than the run's, e.g. "
+                          f"{stale[['condition', 'test_id']].values.tolist()[:3]}: relabel them")
+    return joined.drop(columns="_merge")
+
+
+def _rate(outcomes: pd.Series, name: str) -> dict:
+    interval = stats.proportion(outcomes.astype(float))
+    return {name: interval.estimate, f"{name}_low": interval.low,
+            f"{name}_high": interval.high, f"{name}_n": interval.n}
+
+
+def judge_agreement(labels: pd.DataFrame, questions: pd.DataFrame) -> pd.DataFrame:
+    """Per judge: agreement with the labels, false-accept and false-reject rates, and the
+    share of vanilla's answers it accepts, each with its n and Wilson interval."""
+    joined = labelled(labels, questions)
+    right = joined["label"] == "CORRECT"
+    vanilla = questions[questions["answered"] & (questions["condition"] == "vanilla")
+                        & (questions["test_type"] != "adversarial")]
+    rows = []
+    for column, name in JUDGES.items():
+        said = joined[column].dropna() == 1.0
+        truth = right.loc[said.index]
+        rows.append({"judge": name, **_rate(said == truth, "agreement"),
+                     **_rate(said[~truth], "false_accept"), **_rate(~said[truth], "false_reject"),
+                     **_rate(vanilla[column].dropna(), "vanilla_accepted")})
+    return pd.DataFrame(rows)
+
+
+def judge_disagreement(questions: pd.DataFrame, condition: str | None = None) -> dict:
+    """The share of answered questions (categories 1-4; of ``condition`` when given) on which
+    the lenient and the strict judge differ, with its n and Wilson interval."""
+    own = questions[questions["answered"] & (questions["test_type"] != "adversarial")]
+    if condition is not None:
+        own = own[own["condition"] == condition]
+    both = own[["score", "j_strict"]].dropna()
+    return _rate(both["score"] != both["j_strict"], "disagreement")

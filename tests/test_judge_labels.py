@@ -1,0 +1,118 @@
+"""Judges measured against hand labels: agreement, false accepts and rejects with Wilson
+intervals, the judges' disagreement and what they accept on vanilla (issue 44 item 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memlab import lab, stats
+from memlab.embed.hashing import HashingEmbedder
+from memlab.errors import ConfigError
+from memlab.llm.fake import FakeLLM
+from memlab.report.judge_labels import judge_agreement, judge_disagreement, read_labels
+from memlab.report.literature import questions_frame
+
+MINI = Path(__file__).parent / "suites_data" / "locomo_mini.json"
+ANSWERS = {"vanilla": "strength", "oracle": "love, faith and strength"}
+
+
+def scripted(answer: str):
+    """Answers ``answer``; Mem0's judge accepts anything naming "strength", the strict one
+    only the whole gold answer."""
+    def reply(messages):
+        text = messages[-1].content
+        if "Gold answer:" not in text:
+            return answer
+        generated = text.split("Generated answer:")[1].split("\n")[0]
+        wanted = "love, faith and strength" if "same topic is not enough" in text else "strength"
+        return '{"label": "%s"}' % ("CORRECT" if wanted in generated else "WRONG")
+    return reply
+
+
+@pytest.fixture(scope="module")
+def questions(tmp_path_factory):
+    root = tmp_path_factory.mktemp("judged")
+    for condition, answer in ANSWERS.items():
+        spec = lab.RunSpec(suite="locomo", condition=condition, span=4000, llm="fake",
+                           embedder="hashing", suite_options={"data": str(MINI)})
+        lab.run(spec, root, llm=FakeLLM([scripted(answer)]), embedder=HashingEmbedder(),
+                progress=False)
+    return questions_frame(root, "locomo")
+
+
+def write_labels(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def label(test_id, condition, verdict, answer=None):
+    return {"test_id": test_id, "condition": condition, "answer": answer or ANSWERS[condition],
+            "gold": "g", "label": verdict, "reason": "read against the gold"}
+
+
+def test_agreement_false_accepts_and_rejects_match_hand_counts(questions, tmp_path):
+    # the hand labels: vanilla's "strength" is WRONG for the necklace, oracle's answer CORRECT
+    # for it and WRONG for the dogs and the race
+    rows = [label("conv-a:q0", "vanilla", "WRONG"), label("conv-a:q0", "oracle", "CORRECT"),
+            label("conv-a:q2", "oracle", "WRONG"), label("conv-a:q1", "oracle", "WRONG")]
+    labels = read_labels(write_labels(tmp_path / "labels.jsonl", rows))
+    table = judge_agreement(labels, questions).set_index("judge")
+    lenient, strict = table.loc["J (Mem0, lenient)"], table.loc["J strict"]
+    # Mem0's J accepts all four (each names "strength"): right on 1 of 4, 3 false accepts of 3
+    assert (lenient["agreement"], lenient["agreement_n"]) == (0.25, 4)
+    assert (lenient["false_accept"], lenient["false_accept_n"]) == (1.0, 3)
+    assert (lenient["false_reject"], lenient["false_reject_n"]) == (0.0, 1)
+    expected = stats.proportion_ci(1, 4)
+    assert (lenient["agreement_low"], lenient["agreement_high"]) == pytest.approx(
+        (expected.low, expected.high))
+    # the strict judge rejects vanilla's "strength" and accepts the oracle's whole answer,
+    # which it also accepts for the dogs and the race: 2 of 4
+    assert (strict["agreement"], strict["false_accept"], strict["false_reject"]) == (0.5, 2 / 3,
+                                                                                     0.0)
+    # on vanilla (7 answered questions, all "strength"), Mem0's J accepts every one
+    assert (lenient["vanilla_accepted"], lenient["vanilla_accepted_n"]) == (1.0, 7)
+    assert strict["vanilla_accepted"] == 0.0
+
+
+def test_disagreement_is_the_share_where_the_judges_differ(questions):
+    assert judge_disagreement(questions, "vanilla")["disagreement"] == 1.0
+    assert judge_disagreement(questions, "oracle")["disagreement"] == 0.0
+    overall = judge_disagreement(questions)
+    assert (overall["disagreement"], overall["disagreement_n"]) == (0.5, 14)
+
+
+def test_a_label_of_another_answer_or_of_no_answered_question_is_refused(questions, tmp_path):
+    stale = read_labels(write_labels(tmp_path / "a.jsonl", [
+        label("conv-a:q0", "oracle", "CORRECT", answer="love")]))
+    with pytest.raises(ConfigError, match="1 label another answer than the run's"):
+        judge_agreement(stale, questions)
+    nowhere = read_labels(write_labels(tmp_path / "b.jsonl", [label("conv-z:q0", "oracle",
+                                                                    "WRONG")]))
+    with pytest.raises(ConfigError, match=r"1 name no answered question.*conv-z:q0"):
+        judge_agreement(nowhere, questions)
+
+
+@pytest.mark.parametrize("line, expected", [
+    ('{"test_id": "t", "condition": "rag", "answer": "a", "gold": "g", "label": "RIGHT", '
+     '"reason": "r"}', "line 1: field 'label'"),
+    ('{"test_id": "t", "condition": "rag", "answer": "a", "gold": "g", "label": "WRONG", '
+     '"reason": "two\\nlines"}', "line 1: field 'reason': Value error, must be one line"),
+    ('{"test_id": "t", "condition": "rag", "answer": "a", "gold": "g", "label": "WRONG"}',
+     "line 1: field 'reason'"),
+    ('{"test_id": "t"', "line 1: not valid JSON"),
+])
+def test_a_malformed_label_line_is_named_with_its_line_and_field(tmp_path, line, expected):
+    path = tmp_path / "labels.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(ConfigError) as caught:
+        read_labels(path)
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_answer_labelled_twice_is_refused(tmp_path):
+    path = write_labels(tmp_path / "labels.jsonl", [label("conv-a:q0", "oracle", "WRONG")] * 2)
+    with pytest.raises(ConfigError, match="line 2: field 'test_id'.*labelled twice"):
+        read_labels(path)
