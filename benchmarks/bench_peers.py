@@ -1,10 +1,11 @@
-"""memlab's rag / hybrid against the peers mem0 and LangMem, in one run on one machine.
+"""memlab's rag / hybrid against the peers mem0, LangMem and graphiti, in one run on one machine.
 
 1. Search latency: each memory is filled with 1k and 10k stored memories, then ``--queries``
    fresh queries go through its ``recall`` (p50 / p95 ms). hybrid is filled through its own
    ``observe`` (its extractor a FakeLLM, as in bench_memory.py); rag through its vector store
    in batches of TurnDocuments; mem0 and LangMem through their libraries' store APIs directly
-   (mem0's vector store ``insert``, the LangGraph store's ``batch`` of puts), since 10k adds
+   (mem0's vector store ``insert``, the LangGraph store's ``batch`` of puts, graphiti's
+   ``add_nodes_and_edges_bulk`` of facts between entities in Kuzu), since 10k adds
    through a real LLM would take days here. Real MiniLM embedder everywhere; the search is each
    condition's own (rag's chroma query, mem0 ``Memory.search``, LangGraph ``store.search``).
 2. Ingest cost per stored turn with a real local model: the first ``--ingest-turns`` turns of the
@@ -13,7 +14,8 @@
 
 Run: .venv/bin/python benchmarks/bench_peers.py [--part search|ingest|both]
      [--sizes 1000 10000] [--queries 100] [--ingest-turns 4] [--ingest-models 1.5b]
-Writes benchmarks/results/peers.json.
+     [--conditions rag graphiti] [--out FILE]
+Writes benchmarks/results/peers.json (or --out; graphiti's run: peers-graphiti.json).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from memlab.memory._backends import CachedEmbedder  # noqa: E402
 from memlab.memory.base import MEMORIES, Exchange, Scope  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
-CONDITIONS = ("rag", "hybrid", "mem0", "langmem")
+CONDITIONS = ("rag", "hybrid", "mem0", "langmem", "graphiti")
 ATTRIBUTES = ["favourite colour", "home town", "sister's name", "dentist", "car", "first pet",
               "favourite film", "employer", "gym", "allergy", "hobby", "neighbour"]
 SCOPE = Scope(user_id="bench-user", agent_id="bench")
@@ -74,6 +76,31 @@ def fill_langmem(memory, texts: list[str]) -> None:
                             for i, t in enumerate(texts[start: start + 512])])
 
 
+def fill_graphiti(memory, texts: list[str]) -> None:
+    """graphiti's bulk write of facts (edges with their embeddings) from the user to one entity
+    per attribute, as ``add_episode`` writes them, in Kuzu (graphiti's hybrid search then runs
+    BM25 and cosine over them)."""
+    from graphiti_core.edges import EntityEdge
+    from graphiti_core.nodes import EntityNode
+    from graphiti_core.utils.bulk_utils import add_nodes_and_edges_bulk
+
+    group, when = memory.group, datetime(2025, 1, 1, tzinfo=UTC)
+    user = EntityNode(name="user", group_id=group, labels=["Entity"])
+    nodes = {a: EntityNode(name=a, group_id=group, labels=["Entity"]) for a in ATTRIBUTES}
+    vectors = memory.embedder.embed(texts)
+    edges = [EntityEdge(group_id=group, source_node_uuid=user.uuid, created_at=when,
+                        target_node_uuid=nodes[next(a for a in ATTRIBUTES if a in t)].uuid,
+                        name="HAS", fact=t, fact_embedding=v.astype(float).tolist(),
+                        episodes=[], valid_at=when)
+             for t, v in zip(texts, vectors, strict=True)]
+    for node in [user, *nodes.values()]:
+        node.name_embedding = memory.embedder.embed([node.name])[0].astype(float).tolist()
+    for start in range(0, len(edges), 512):
+        memory.loop.run(add_nodes_and_edges_bulk(
+            memory.driver, [], [], [user, *nodes.values()] if start == 0 else [],
+            edges[start: start + 512], memory.graph_embedder))
+
+
 def fill_rag(memory, size: int, rng: random.Random) -> None:
     """rag's own vector store, TurnDocuments shaped as ``observe`` writes them, in batches."""
     from memlab.memory.rag import _metadata
@@ -99,7 +126,10 @@ def fill(key: str, memory, size: int, embedder, rng: random.Random) -> None:
             memory.observe(exchange(i, "fill", rng))
         return
     texts = [memory_text(i, rng) for i in range(size)]
-    fill_mem0(memory, texts, embedder) if key == "mem0" else fill_langmem(memory, texts)
+    fillers = {"mem0": lambda: fill_mem0(memory, texts, embedder),
+               "langmem": lambda: fill_langmem(memory, texts),
+               "graphiti": lambda: fill_graphiti(memory, texts)}
+    fillers[key]()
 
 
 def measure_search(key: str, size: int, queries: int, embedder, folder: Path) -> dict:
@@ -224,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ingest-turns", type=int, default=4, help="persona turns ingested "
                         "with the real model")
     parser.add_argument("--ingest-models", nargs="+", default=["1.5b"])
+    parser.add_argument("--out", type=Path, default=RESULTS / "peers.json",
+                        help="results file (rows measured again replace its rows)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     results = run_all(args)
@@ -235,8 +267,8 @@ def main(argv: list[str] | None = None) -> int:
             "note": "search: recall() of each condition (rag/hybrid add the last turns as "
                     "history, no model call); ingest: observe() with the real local model, "
                     "response cache off"}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / "peers.json"
+    out = args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
     old = json.loads(out.read_text()) if out.exists() and args.part != "both" else {}
     kept = "ingest" if args.part == "search" else "search"
     if args.part != "both":

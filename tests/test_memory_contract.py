@@ -16,7 +16,7 @@ from memlab.testing.contract import (
     default_factory,
 )
 
-PEER_PACKAGES = {"mem0": "mem0", "langmem": "langmem"}
+PEER_PACKAGES = {"mem0": "mem0", "langmem": "langmem", "graphiti": "graphiti_core"}
 # vanilla stores nothing by design: recall and provenance do not apply to it
 FORGETS = {"vanilla": ("recall", "provenance")}
 

@@ -1,4 +1,4 @@
-"""The peer conditions (mem0, LangMem) on FakeLLM and the hashing embedder: the LangChain
+"""The peer conditions (mem0, LangMem, graphiti) on FakeLLM and the hashing embedder: the LangChain
 adapters, isolation between users, the loopback-only network guard, mem0's folder, failure
 counting, and kill -9 + resume through the runner.
 
@@ -211,10 +211,14 @@ def test_langchain_embeddings_are_memlab_vectors():
 def test_peers_are_registered_but_not_in_the_default_grid():
     from memlab.gridspec import GridSpec
 
-    assert {"mem0", "langmem"} <= set(MEMORIES.names()) and set(PEERS) == {"mem0", "langmem"}
+    assert set(PEERS) == {"mem0", "langmem", "graphiti"} <= set(MEMORIES.names())
     assert not set(PEERS) & set(CONDITIONS)
     assert not set(PEERS) & set(GridSpec(name="x", spans={"persona": [1000]}).conditions)
-    assert all(MEMORIES.resolve(k).keeps_provenance is False for k in PEERS)
+    # graphiti's facts name their source episodes, hence turns; mem0's and LangMem's do not
+    assert [MEMORIES.resolve(k).keeps_provenance for k in PEERS] == [False, False, True]
+
+
+KIND = {"mem0": "memory", "langmem": "memory", "graphiti": "fact"}
 
 
 @pytest.mark.parametrize("key", PEERS)
@@ -224,7 +228,7 @@ def test_peer_stores_and_recalls_through_the_library(tmp_path, key):
     memory.observe(Exchange(user="I live in Lisbon.", assistant="Lovely.", turn_number=2))
     context = memory.recall("What is my cat called?")
     texts = [item.text for item in context.items]
-    assert any("Pixel" in t for t in texts) and all(i.kind == "memory" for i in context.items)
+    assert any("Pixel" in t for t in texts) and all(i.kind == KIND[key] for i in context.items)
     assert [ex.turn_number for ex in context.history] == [1, 2]
     stats = memory.stats()
     assert stats["stored_turns"] == 2 and stats["memories_written"] >= 2
@@ -367,7 +371,7 @@ def test_a_failing_or_garbled_model_is_counted_not_fatal(tmp_path, key):
     stats = memory.stats()
     assert stats["stored_turns"] == 3 and stats["failed_turns"] >= 1
     assert "model gone" in stats["failures"][0] and stats["llm"]["parse_failures"] >= 1
-    assert memory.recall("what do I like?").items  # the third turn was stored
+    assert memory.recall("what tea do I like?").items  # the third turn was stored
     memory.close()
 
 

@@ -97,7 +97,7 @@ def test_built_ins_alone_load_no_plugin_and_the_paper_conditions_stay_built_in(p
     registry.register("ltm", "builtins:dict")
     assert registry.builtins() == ["ltm"] and not registry._plugins_loaded
     assert registry.names() == ["ltm"]  # nothing declared in memlab.suites
-    assert list(CONDITIONS) == [n for n in MEMORIES.builtins() if n not in ("mem0", "langmem", "mcp")]
+    assert list(CONDITIONS) == [n for n in MEMORIES.builtins() if n not in ("mem0", "langmem", "graphiti", "mcp")]
 
 
 def memlab_cli(*argv: str, path: Path, cwd: Path | None = None,

@@ -20,7 +20,8 @@ from typing import Any
 
 PACKAGES = ("memlab", "pydantic", "numpy", "pandas", "llama_cpp_python", "chromadb",
             "onnxruntime", "tokenizers", "google-genai", "httpx",
-            "mem0ai", "langmem", "trustcall", "langgraph", "langchain-core")  # the peers extra
+            "mem0ai", "langmem", "trustcall", "langgraph", "langchain-core",  # the peers extra
+            "graphiti-core", "kuzu")  # the graphiti extra
 
 
 def _agent_texts() -> list[str]:

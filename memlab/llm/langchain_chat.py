@@ -16,10 +16,11 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from memlab.errors import MissingDependencyError
 from memlab.llm.base import Completion, LLMClient, Message
+from memlab.llm.chat_stats import ChatStats  # noqa: F401 - re-exported (it lived here)
 from memlab.llm.repair import parse_json_lenient
 from memlab.llm.structured import (
     MEMORY_MAX_CHARS,
@@ -40,33 +41,6 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "user"}
 FORCED = {"any", "required"}  # tool_choice values that demand at least one call
-
-
-class ChatStats(BaseModel):
-    """What a MemlabChatModel's calls cost, summed over its life (replay-stable: seconds are the
-    recorded latencies, so a resumed run reports what the first process paid)."""
-
-    calls: int = 0
-    cached: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    seconds: float = 0.0
-    parse_failures: int = 0
-    cut_replies: int = Field(0, description="replies that reached max_tokens: the lenient JSON "
-                             "repair keeps their complete calls, the last one may be cut short")
-    failures: list[str] = Field(default_factory=list, description="the first few, for the log")
-
-    def add(self, completion: Completion) -> None:
-        self.calls += 1
-        self.cached += int(completion.cached)
-        self.prompt_tokens += completion.prompt_tokens
-        self.completion_tokens += completion.completion_tokens
-        self.seconds += completion.latency_s
-
-    def fail(self, message: str) -> None:
-        self.parse_failures += 1
-        if len(self.failures) < 20:
-            self.failures.append(message[:300])
 
 
 class MemlabChatModel(BaseChatModel):

@@ -232,11 +232,14 @@ MEMORIES.register("mem0", "memlab.memory.peers.mem0_memory:Mem0Memory",
                   "peer: mem0 2.2.1 (mem0ai) add/search on memlab's model, embedder and chroma")
 MEMORIES.register("langmem", "memlab.memory.peers.langmem_memory:LangMemMemory",
                   "peer: LangMem 0.0.30 memory store manager + LangGraph store search")
+MEMORIES.register("graphiti", "memlab.memory.peers.graphiti_memory:GraphitiMemory",
+                  "peer: graphiti 0.31.2 (Zep's engine) temporal graph on embedded Kuzu")
 MEMORIES.register("mcp", "memlab.memory.mcp_client:McpMemory",
                   "any MCP memory server (-o url=... or -o command=...; tools and arguments "
                   "named by options, memlab mcp's by default)")
-# peer libraries: opt-in conditions that need the peers extra (pip install -e ".[peers]")
-PEERS: tuple[str, ...] = ("mem0", "langmem")
+# peer libraries: opt-in conditions that need the peers extra (pip install -e ".[peers]"),
+# graphiti the graphiti extra (pip install -e ".[graphiti]")
+PEERS: tuple[str, ...] = ("mem0", "langmem", "graphiti")
 # memories held elsewhere (a server the user names): never in a grid by default
 BRIDGES: tuple[str, ...] = ("mcp",)
 # the paper's conditions, in its order: built-ins only (a plugin joins a grid by name)

@@ -19,7 +19,7 @@ MARKERS = ("o", "*", "s", "D", "^", "v", "P", "X", "h", "p")
 LABELS = {"vanilla": "Vanilla", "oracle": "Oracle (evidence only)",
           "full_context": "Full context", "rag": "RAG", "episodic": "Episodic",
           "episodic_summary": "Episodic + summary", "sleep": "Sleep", "hybrid": "Hybrid",
-          "mem0": "mem0", "langmem": "LangMem"}
+          "mem0": "mem0", "langmem": "LangMem", "graphiti": "graphiti"}
 SUITE_LABELS = {"ltm": "LTM suite", "persona": "Persona suite"}
 DPI = 200
 
@@ -33,7 +33,9 @@ def apply_style() -> None:
 def colours() -> dict[str, tuple]:
     """Condition -> colour (colour-blind palette, stable order; the opt-in peers last, so the
     paper's conditions keep their colours)."""
-    return dict(zip(DRAWN, sns.color_palette("colorblind", len(DRAWN)), strict=True))
+    palette = list(sns.color_palette("colorblind"))  # ten colours; more conditions than
+    palette += [c for c in sns.color_palette("dark") if c not in palette]  # that get dark ones
+    return dict(zip(DRAWN, palette[: len(DRAWN)], strict=True))
 
 
 def label(condition: str) -> str:

@@ -123,12 +123,72 @@ def langmem_reply(messages: list[Message]) -> str:
                                        "arguments": {"content": f"User said: {said}"}}]})
 
 
+# graphiti's requests carry memlab's JSON instruction with its response model's schema
+SCHEMA_NOTE = "matches this JSON schema:\n"
+NAMED = re.compile(r"\b[A-Z][A-Za-z]{2,}\b")
+NOT_NAMES = {"The", "This", "That", "Let", "Lets", "What", "Sure", "Noted", "And", "But"}
+
+
+def _tagged(text: str, tag: str) -> str:
+    """The text between ``<TAG>`` and ``</TAG>`` (spaces or underscores in the tag)."""
+    pattern = tag.replace(" ", "[ _]")
+    found = re.search(rf"<{pattern}>\s*\n(.*?)\n\s*</{pattern}>", text, re.S)
+    return found.group(1).strip() if found else ""
+
+
+def _fill(node: dict, defs: dict) -> object:
+    """The smallest instance of a JSON schema: empty lists and strings, null where allowed."""
+    node = defs.get(node.get("$ref", "").split("/")[-1], node)
+    if "anyOf" in node:
+        kinds = [option.get("type") for option in node["anyOf"]]
+        return None if "null" in kinds else _fill(node["anyOf"][0], defs)
+    kind = node.get("type")
+    if kind == "object":
+        return {k: _fill(v, defs) for k, v in node.get("properties", {}).items()}
+    return {"array": [], "string": "", "integer": -1, "number": 0, "boolean": False}.get(kind)
+
+
+def graphiti_reply(messages: list[Message]) -> str:
+    """graphiti's structured replies, from its prompt: the entities are "user" and the user
+    line's capitalised names (else its first content word), one fact links "user" to the first name and says the user's
+    line, valid from the prompt's reference time; nothing is a duplicate."""
+    text = "\n".join(m.content for m in messages)
+    schema = json.loads(messages[-1].content.split(SCHEMA_NOTE, 1)[1])
+    reply = _fill(schema, schema.get("$defs", {}))
+    said = re.search(r"^user: (.*)$", _tagged(text, "CURRENT MESSAGE"), re.M)
+    said = said.group(1).strip() if said else ""
+    names = [w for w in dict.fromkeys(NAMED.findall(said)) if w not in NOT_NAMES]
+    names = names or concepts(said, 1)  # "I like tea." has no name: its first content word
+    when = re.search(r"<REFERENCE[ _]TIME>\s*\n\s*(\S+)", text)
+    when = when.group(1) if when else None
+    if "extracted_entities" in reply:
+        reply["extracted_entities"] = [{"name": n, "entity_type_id": 0, "episode_indices": [0]}
+                                       for n in ["user", *names]]
+    elif "edges" in reply:
+        listed = [n["name"] for n in json.loads(_tagged(text, "ENTITIES") or "[]")]
+        targets = [n for n in listed if n != "user"]
+        reply["edges"] = [{"source_entity_name": "user", "target_entity_name": targets[0],
+                           "relation_type": "SAID", "fact": f"The user said: {said}",
+                           "valid_at": when, "invalid_at": None, "episode_indices": [0]}
+                          ] if said and targets and "user" in listed else []
+    elif "entity_resolutions" in reply:
+        reply["entity_resolutions"] = [
+            {"id": n["id"], "name": n["name"], "duplicate_candidate_id": -1}
+            for n in json.loads(_tagged(text, "ENTITIES") or "[]")]
+    elif "valid_at" in reply:
+        reply["valid_at"] = when
+    return json.dumps(reply)
+
+
 def peer_reply(messages: list[Message]) -> str:
-    """mem0's or LangMem's memory reply, else a short answer (MCQ questions get "A")."""
+    """mem0's, LangMem's or graphiti's memory reply, else a short answer (MCQ questions get
+    "A")."""
     if any("## New Messages" in m.content for m in messages):
         return mem0_reply(messages)
     if any("You can call these tools" in m.content for m in messages):
         return langmem_reply(messages)
+    if messages and SCHEMA_NOTE in messages[-1].content:
+        return graphiti_reply(messages)
     return "A" if "Answer with the letter" in messages[-1].content else "Noted."
 
 

@@ -81,6 +81,13 @@ def seeded_uuid4(*module_names: str) -> Iterator[None]:
 
 
 @contextmanager
+def seeded_uuid4_function(*module_names: str) -> Iterator[None]:
+    """Like ``seeded_uuid4`` for modules that import the function (``from uuid import uuid4``)."""
+    with _replaced("uuid4", _SeededUuid.uuid4, module_names):
+        yield
+
+
+@contextmanager
 def conversation_clock(when: dt.datetime | None, *module_names: str) -> Iterator[None]:
     """Inside the block, ``datetime.now()`` in the named library modules reads ``when`` (the
     stored turn's time on the conversation's clock): mem0 writes today's date into every
@@ -112,19 +119,16 @@ class PeerMemory(MemorySystem):
     # a mem0 call sends ~8,000 prompt tokens of instructions: the memory model needs this window
     memory_context_window: ClassVar[int | None] = 12_288
     uuid_modules: ClassVar[tuple[str, ...]] = ()
+    uuid4_modules: ClassVar[tuple[str, ...]] = ()  # ``from uuid import uuid4`` modules
     clock_modules: ClassVar[tuple[str, ...]] = ()  # whose datetime.now() is the turn's time
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if self.llm is None:
             raise MemlabError(f"the {self.key} condition needs a memory model (llm)")
-        from memlab.embed.langchain_embeddings import MemlabEmbeddings
-        from memlab.llm.langchain_chat import MemlabChatModel
-
         self.embedder = resolve_embedder(self.embedder)
         self.folder = RunFolder(self.workdir)
-        self.chat = MemlabChatModel(llm=self.llm, max_tokens=self.config.max_tokens)
-        self.embeddings = MemlabEmbeddings(self.embedder)
+        self.chat = self._chat_model()
         self.recent: deque[Exchange] = deque(maxlen=max(self.config.recent_turns, 1))
         self.counts = {"stored_turns": 0, "failed_turns": 0, "memories_written": 0}
         self.failures: list[str] = []
@@ -133,12 +137,22 @@ class PeerMemory(MemorySystem):
         guard = self.config.network_guard
         self.guarded = guard if guard is not None else self.llm.provider in IN_PROCESS_PROVIDERS
 
+    def _chat_model(self) -> Any:
+        """The library's model over memlab's LLM layer (its ``stats`` are the call accounting):
+        a LangChain chat model, with memlab's embedder as LangChain ``Embeddings`` beside it."""
+        from memlab.embed.langchain_embeddings import MemlabEmbeddings
+        from memlab.llm.langchain_chat import MemlabChatModel
+
+        self.embeddings = MemlabEmbeddings(self.embedder)
+        return MemlabChatModel(llm=self.llm, max_tokens=self.config.max_tokens)
+
     @contextmanager
     def _library(self, when: dt.datetime | None = None) -> Iterator[None]:
         with ExitStack() as stack:
             if self.guarded:
                 stack.enter_context(loopback_only())
             stack.enter_context(seeded_uuid4(*self.uuid_modules))
+            stack.enter_context(seeded_uuid4_function(*self.uuid4_modules))
             stack.enter_context(conversation_clock(when, *self.clock_modules))
             yield
 

@@ -1,0 +1,47 @@
+"""A private event loop on a thread of its own, for async libraries behind memlab's sync
+interfaces (a MemorySystem's ``observe`` and ``recall`` are plain calls)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """One event loop running on a daemon thread; ``run`` hands it a coroutine and waits.
+
+    Args:
+        name: the thread's name (seen in thread dumps).
+    """
+
+    def __init__(self, name: str = "memlab-loop"):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """The coroutine's result (its exception re-raised here), run on the loop's thread."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Cancel what is still pending, stop the loop and join its thread."""
+        if not self.thread.is_alive():
+            return
+
+        async def _cancel_pending() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            self.run(_cancel_pending(), timeout)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout)
+            if not self.thread.is_alive():
+                self.loop.close()
