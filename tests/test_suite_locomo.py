@@ -328,7 +328,6 @@ def test_the_published_files_evidence_slips_are_normalised_or_counted():
     from services import require_or_skip
 
     from memlab.bench.suites.locomo_data import locomo_counts, read_locomo
-
     from memlab.gridspec import default_locomo_data
 
     path = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
