@@ -15,6 +15,29 @@ memory model, 2 quiet cores (docs/suites.md, "The documented benchmark run"):
 - full_context pays its history's prefix once per conversation: 346 s for conv-26's 419
   turns, 0.83 s a turn; its answers then reuse it.
 
+The generated suites (LTM, persona; the ``scaling`` grid) are priced from the standard grid's
+measured calls (``benchmarks/results/grid_estimate.json``, 50 complete cells at LTM 1k and
+persona 4k) and the prefix-reuse measurements after issue 41 (docs/efficiency.md,
+``benchmarks/results/prefill.json``):
+
+- an answer of a memory condition (its prompt does not grow with the span: recall returns a
+  fixed number of items): grid_estimate's answering fit, 1.23 x (-1.54 + 0.0186 s x prompt
+  tokens + 0.045 s x completion tokens), at that suite and condition's measured mean prompt
+  (``measured.rates``) and the suite's mean answer length (LTM 26.8 tokens, persona 1); LTM's
+  scorer adds 0.26 s a question (``measured.suites``);
+- full_context reads its history about once (efficiency.md: 1.09-1.18x the conversation) at
+  ~40 tokens/s on the 1.5B, so it pays the conversation's tokens once per cell (the suites'
+  estimate scaled to the model's tokenizer: LTM x1.17, persona x1.02, ``history_scale``) plus,
+  where the conversation outgrows its window (``memlab.lab.window_for_cut_history``; persona
+  the 32,768 maximum), half the history budget again at every block cut; each answer then
+  costs the measured 6.31 s of an answer over a reused prefix (``reused_prefix_answer_s``);
+- a memory condition's work per stored turn: sleep 0.80 s, episodic_summary 0.60 s, hybrid
+  0.29 s at LTM 1k after the prefix work (efficiency.md); rag 0.023 s and episodic 0.019 s
+  (embeddings only, grid_estimate). Persona: the LTM rate times persona's / LTM's rate in the
+  same standard grid (episodic_summary 2.19/2.43, sleep 2.40/4.79, hybrid 4.48/1.27; rag
+  0.015, episodic 0.012). grid_estimate saw episodic_summary's and sleep's cost per turn grow
+  within a cell (x1.69, x1.31 in the second half): at 16k-32k stores the projection is low.
+
 A suite without measured rates is projected as nothing (None). The projection assumes quiet
 cores: another job on them stretches every call (2-3x seen here).
 """
@@ -22,6 +45,7 @@ cores: another job on them stretches every call (2-3x seen here).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -31,6 +55,7 @@ class CellRates:
     answer_s: float
     per_turn_s: float = 0.0
     prefix_per_turn_s: float = 0.0  # paid once per conversation (full_context)
+    reads_history: bool = False  # pays the history tokens it evaluates (``history_tokens``)
 
 
 JUDGE_CALL_S = 1.05
@@ -41,24 +66,81 @@ LOCOMO_RATES = {
     "episodic_summary": CellRates(4.062, 0.73), "sleep": CellRates(6.249, 0.754),
     "hybrid": CellRates(3.303, 2.41),
 }
+
+
+def fitted_answer_s(prompt_tokens: float, completion_tokens: float) -> float:
+    """Seconds of one 1.5B answer on this machine: grid_estimate's fit (see the docstring)."""
+    return 1.23 * (-1.54 + 0.0186 * prompt_tokens + 0.045 * completion_tokens)
+
+
+PREFILL_TOKENS_PER_S = 40.0  # the 1.5B reading a prompt on 2 cores (docs/efficiency.md)
+REUSED_PREFIX_ANSWER_S = 6.31
+HISTORY_SCALE = {"ltm": 1.17, "persona": 1.02}  # estimate -> the model's tokens
+SCORER_S = {"ltm": 0.26, "persona": 0.0}
+ANSWER_TOKENS = {"ltm": 26.8, "persona": 1.0}
+MEAN_PROMPT = {  # measured mean answering prompt per condition (grid_estimate, standard grid)
+    "ltm": {"vanilla": 81, "oracle": 208, "rag": 445, "episodic": 536,
+            "episodic_summary": 640, "sleep": 913, "hybrid": 481},
+    "persona": {"vanilla": 153, "oracle": 234, "rag": 480, "episodic": 560,
+                "episodic_summary": 671, "sleep": 964, "hybrid": 562}}
+PER_TURN_S = {
+    "ltm": {"rag": 0.023, "episodic": 0.019, "episodic_summary": 0.60, "sleep": 0.80,
+            "hybrid": 0.29},
+    "persona": {"rag": 0.015, "episodic": 0.012, "episodic_summary": round(0.60 * 2.19 / 2.43, 3),
+                "sleep": round(0.80 * 2.40 / 4.79, 3), "hybrid": round(0.29 * 4.48 / 1.27, 3)}}
+
+
+def generated_rates(suite: str) -> dict[str, CellRates]:
+    """A generated suite's rates by condition, from the constants above."""
+    rates = {c: CellRates(round(fitted_answer_s(p, ANSWER_TOKENS[suite]) + SCORER_S[suite], 3),
+                          PER_TURN_S[suite].get(c, 0.0))
+             for c, p in MEAN_PROMPT[suite].items()}
+    rates["full_context"] = CellRates(REUSED_PREFIX_ANSWER_S + SCORER_S[suite],
+                                      reads_history=True)
+    return rates
+
+
 # suite -> (rates by condition, judge calls per answered question)
-SUITE_RATES: dict[str, tuple[dict[str, CellRates], int]] = {"locomo": (LOCOMO_RATES, 2)}
+SUITE_RATES: dict[str, tuple[dict[str, CellRates], int]] = {
+    "locomo": (LOCOMO_RATES, 2), "ltm": (generated_rates("ltm"), 0),
+    "persona": (generated_rates("persona"), 0)}
 
 
-def cell_seconds(suite: str, condition: str, *, stored_turns: int,
-                 answered: int) -> float | None:
+def history_tokens_read(turns: list[tuple[int, bool]], budget: int) -> int:
+    """Tokens full_context evaluates over one conversation of (tokens, answered) turns.
+
+    An answer evaluates what its prompt does not share with the last one: the turns since
+    then, or the whole history after a block cut (the history passing ``budget`` keeps half
+    of it, and the new prefix is read again). Turns cut before any answer are never read.
+    """
+    kept = read_upto = evaluated = 0
+    for tokens, answered in turns:
+        if answered:
+            evaluated += kept - read_upto
+            read_upto = kept
+        if kept + tokens > budget:
+            kept, read_upto = min(kept, budget // 2), 0
+        kept += tokens
+    return evaluated
+
+
+def cell_seconds(suite: str, condition: str, *, stored_turns: int, answered: int,
+                 history_tokens: int = 0) -> float | None:
     """Projected seconds of one cell (None: no measured rates for this suite or condition).
 
     Args:
         stored_turns: the turns the cell replays into memory (every conversation's).
         answered: the questions it answers (and its judges judge).
+        history_tokens: the history tokens full_context evaluates (``history_tokens_read``).
     """
     rates, judges = SUITE_RATES.get(suite, ({}, 0))
     own = rates.get(condition)
     if own is None:
         return None
     per_answer = own.answer_s + judges * JUDGE_CALL_S
-    return stored_turns * (own.per_turn_s + own.prefix_per_turn_s) + answered * per_answer
+    history_s = history_tokens / PREFILL_TOKENS_PER_S if own.reads_history else 0.0
+    return (stored_turns * (own.per_turn_s + own.prefix_per_turn_s) + answered * per_answer
+            + history_s)
 
 
 def rates_text(suite: str) -> str:
@@ -68,6 +150,35 @@ def rates_text(suite: str) -> str:
         return ""
     parts = [f"{name} {r.answer_s:g}"
              + (f" + {r.per_turn_s + r.prefix_per_turn_s:g}/turn" if r.per_turn_s
-                or r.prefix_per_turn_s else "") for name, r in rates.items()]
+                or r.prefix_per_turn_s else "")
+             + (f" + history at {PREFILL_TOKENS_PER_S:g} tok/s" if r.reads_history else "")
+             for name, r in rates.items()]
+    if suite != "locomo":
+        return (f"seconds per answer (+ per stored turn) from the standard grid's calls and "
+                f"the prefix-reuse measurements: {', '.join(parts)}")
     return (f"seconds per answer (+ per stored turn), measured on conv-26 on 2 quiet cores: "
             f"{', '.join(parts)}; {judges} judge calls per answer at {JUDGE_CALL_S:g} s")
+
+
+def full_context_reading(suite: Any, span: int, events: list[Any],
+                         answered: list[Any]) -> tuple[int, int, int]:
+    """(window, conversation tokens, tokens evaluated) of full_context over ``events``, of
+    which it answers ``answered``.
+
+    The window is the one ``memlab.lab`` gives full_context (the 32,768 maximum where any turn
+    may be asked about, else ``window_for_cut_history``); turns are counted with the suites'
+    estimate scaled to the model's tokenizer (``HISTORY_SCALE``), each with its chat format.
+    """
+    from memlab.bench.schedule import estimate_tokens
+    from memlab.bench.spec import MAX_WINDOW
+    from memlab.lab import window_for_cut_history
+    from memlab.memory.full_context import FullContextConfig
+
+    config = FullContextConfig()
+    window = MAX_WINDOW if suite.whole_history else window_for_cut_history(span)
+    scale = HISTORY_SCALE.get(suite.name, 1.0)
+    asked = {id(e) for e in answered}
+    turns = [(int(scale * (estimate_tokens(e.text) + estimate_tokens(e.reply or "")))
+              + config.turn_overhead_tokens, id(e) in asked) for e in events]
+    return (window, sum(t for t, _ in turns),
+            history_tokens_read(turns, window - config.reserve_tokens))

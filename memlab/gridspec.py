@@ -33,7 +33,7 @@ from memlab.bench.questions import answered_tests, is_answered
 from memlab.bench.spec import REGISTRIES, RunSpec
 from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, fields_message
-from memlab.gridcost import cell_seconds, rates_text
+from memlab.gridcost import HISTORY_SCALE, cell_seconds, full_context_reading, rates_text
 from memlab.memory.base import CONDITIONS, MEMORIES
 from memlab.stats import min_detectable_difference
 from memlab.userfiles import load_yaml
@@ -161,24 +161,32 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
     rows = []
     for (suite, span), group in _by_suite_span(cells or spec.cells()).items():
         answered = evidence = stored = 0
+        reading = [0, 0, 0]  # full_context: window, conversation tokens, tokens evaluated
         for seed, k in sorted({(c.seed, c.answered) for c in group if not c.probes_sleep},
                               key=str):
-            events = SUITES.resolve(suite).build(
-                span=span, seed=seed, options=spec.suite_options.get(suite, {})).events()
+            built = SUITES.resolve(suite).build(
+                span=span, seed=seed, options=spec.suite_options.get(suite, {}))
+            events = built.events()
             sample = answered_tests(events, k, seed)
             questions = [e for e in events if e.kind == "question"]
             evidence += len(questions)
             stored += sum(e.kind != "question" for e in events)
             answered += sum(is_answered(e, sample) for e in questions) if k != 0 else 0
+            if k != 0 and suite in HISTORY_SCALE:  # evidence-only cells of full_context answer nothing: no prompt read
+                asked = [e for e in questions if is_answered(e, sample)]
+                window, tokens, read = full_context_reading(built, span, events, asked)
+                reading = [window, max(reading[1], tokens), reading[2] + read]
         conditions = sorted({c.condition for c in group}, key=[c.condition for c in group].index)
-        hours = {c: cell_seconds(suite, c, stored_turns=stored, answered=answered)
-                 for c in conditions}
+        hours = {c: cell_seconds(suite, c, stored_turns=stored, answered=answered,
+                                 history_tokens=reading[2]) for c in conditions}
         known = None not in hours.values()
         rows.append({"suite": suite, "span": span, "cells": len(group),
                      "conditions": len(conditions),
                      "answered_per_condition": answered, "evidence_per_condition": evidence,
                      "detectable_difference": min_detectable_difference(answered),
                      "stored_turns_per_condition": stored,
+                     "full_context_window": reading[0], "longest_conversation": reading[1],
+                     "full_context_tokens_read": reading[2],
                      "projected_hours": sum(hours.values()) / 3600 if known else None,
                      "hours_by_condition": {c: round(h / 3600, 2) for c, h in hours.items()}
                      if known else None})
@@ -211,6 +219,11 @@ def format_plan(spec: GridSpec, table: pd.DataFrame) -> str:
                          f"one cell at a time ({row.stored_turns_per_condition} stored turns "
                          f"per condition; hours by condition: {by})")
             lines.append(f"    from {rates_text(row.suite)} (memlab.gridcost)")
+        if row.longest_conversation > row.full_context_window:
+            lines.append(f"    full_context cuts: conversations up to "
+                         f"{row.longest_conversation:,} tokens in a "
+                         f"{row.full_context_window:,}-token window "
+                         f"({row.full_context_tokens_read:,} history tokens read in all)")
     return "\n".join(lines)
 
 
@@ -282,8 +295,27 @@ LOCOMO = GridSpec(
     suite_options={"locomo": {"categories": [1, 2, 3, 4]}}, one_seed=["locomo"],
     sleep_probes=False,
 )
+SCALING = GridSpec(
+    name="scaling", suites=PAPER_SUITES, conditions=LOCOMO_CONDITIONS, **PAPER_MODELS,
+    description=("Where memory matters (issue 45): LTM at memory spans 1k/4k/16k/32k (5 "
+                 "examples of 8 types), persona at 4k/16k/32k (5 topics), the eight conditions; "
+                 "seeds 0 and 1 answered (25 LTM tests, about 62 questions, and 30 persona "
+                 "questions per seed: >= 60 paired per condition and span), seed 2 for "
+                 "evidence recall (>= 135 questions). At 16k-32k full_context cuts LTM's "
+                 "conversations to its 32k window. No Table 2 cells. Projected about 33 h on "
+                 "2 cores, over the 24 h budget: the excess is full_context reading LTM's "
+                 "16k and 32k conversations (about 11 h), which cutting seeds would take "
+                 "below 60 questions and cutting conditions would remove the comparison the "
+                 "grid is for; run it in pieces (it resumes)."),
+    spans={"ltm": [1000, 4000, 16000, 32000], "persona": [4000, 16000, 32000]},
+    seeds=[0, 1], evidence_seeds=[2], answered={"ltm": 25, "persona": 30},
+    needle_replies="scripted",
+    suite_options={"ltm": {"examples": 5, "types": LTM_TYPES}, "persona": {"n_topics": 5}},
+    sleep_probes=False,
+)
 SPECS = {"quick": QUICK, "standard": STANDARD, "full": FULL, "peers": PEERS_SPEC,
-         "peers-standard": PEERS_STANDARD, "locomo": LOCOMO}
+         "peers-standard": PEERS_STANDARD, "locomo": LOCOMO,
+         "scaling": SCALING}
 # where the lab keeps LoCoMo's file: beside the repository (relative to where memlab runs)
 LOCOMO_DATA = Path("..") / "shared" / "data" / "locomo" / "locomo10.json"
 

@@ -52,7 +52,7 @@ def test_plan_projects_hours_from_the_stated_rates():
 
 
 def test_a_suite_without_measured_rates_projects_nothing():
-    assert cell_seconds("persona", "rag", stored_turns=100, answered=10) is None
+    assert cell_seconds("longmemeval", "rag", stored_turns=100, answered=10) is None
     assert cell_seconds("locomo", "mem0", stored_turns=100, answered=10) is None
 
 

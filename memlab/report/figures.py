@@ -23,7 +23,16 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from memlab.bench.tables import table2  # noqa: E402
 from memlab.errors import ConfigError  # noqa: E402
-from memlab.report import accuracy, data, forest, paired, peers, recall, summary  # noqa: E402
+from memlab.report import (  # noqa: E402
+    accuracy,
+    data,
+    forest,
+    paired,
+    peers,
+    recall,
+    scaling,
+    summary,
+)
 from memlab.report.style import (  # noqa: E402
     SUITE_LABELS,
     apply_style,
@@ -279,4 +288,7 @@ def write_figures(results_dir: str | Path, out_dir: str | Path = "figures") -> d
     peer_rows = peers.peer_rows(results_dir)
     if peers.has_peers(peer_rows):
         figures["peers"] = plot_peers(peers.paired(peer_rows))
-    return {name: save(fig, name, out_dir) for name, fig in figures.items()}
+    written = {name: save(fig, name, out_dir) for name, fig in figures.items()}
+    if scaling.has_several_spans(scores):  # the span-scaling figures and crossover table
+        written |= scaling.write_scaling(scores, turns, out_dir)
+    return written

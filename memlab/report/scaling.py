@@ -1,0 +1,130 @@
+"""The span-scaling figures and crossover table (issue 45): where memory starts to matter.
+
+Drawn from a grid with several spans per suite (the ``scaling`` spec): accuracy against
+full_context at each span (the paired difference and its 95% interval as a ribbon), evidence
+recall, prompt tokens and seconds per answer (log axes) vs span, and the crossover table: for
+each memory condition, the smallest span at which it is significantly above full_context
+(exact McNemar per span, Holm across the conditions compared at that span; ``paired.compare``),
+or "none up to <largest span>", with the paired difference and interval at every span.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from memlab.report import data, paired
+from memlab.report.style import colours, label, marker, save
+from memlab.stats import interval_text
+
+REFERENCE = "full_context"
+NOT_MEMORIES = ("vanilla", "oracle", REFERENCE)
+
+
+def has_several_spans(frame: pd.DataFrame) -> bool:
+    """Whether some suite of ``frame`` (scores or turns) was run at more than one span."""
+    return not frame.empty and bool((frame.groupby("suite")["span"].nunique() > 1).any())
+
+
+def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA) -> pd.DataFrame:
+    """Per suite and memory condition: the smallest span at which it is significantly above
+    full_context (Holm-adjusted p below ``alpha``, difference above 0), else "none up to
+    <largest span>", and per span the paired difference with its interval and n.
+
+    Args:
+        comparisons: ``paired.accuracy_comparisons`` (or recall's) of a multi-span grid.
+    """
+    rows = []
+    against = comparisons[(comparisons["reference"] == REFERENCE)
+                          & ~comparisons["condition"].isin(NOT_MEMORIES)]
+    for (suite, condition), group in against.groupby(["suite", "condition"], observed=True):
+        group = group.sort_values("span")
+        above = group[(group["p_holm"] < alpha) & (group["difference"] > 0)]
+        row = {"suite": suite, "condition": str(condition),
+               "crossover": (f"{int(above['span'].iloc[0]):,}" if len(above) else
+                             f"none up to {int(group['span'].max()):,}")}
+        for r in group.itertuples():
+            row[f"{int(r.span):,}"] = (f"{r.difference:+.1%} {interval_text(r.low, r.high)} "
+                                       f"(n={r.n_pairs}, p_holm={r.p_holm:.3f})")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plot_accuracy_vs_span(comparisons: pd.DataFrame) -> plt.Figure:
+    """Each condition's paired accuracy difference from full_context vs span, 95% ribbons."""
+    rows = comparisons[comparisons["reference"] == REFERENCE]
+    return _per_suite(rows, "difference", "Accuracy − full context", ribbon=("low", "high"))
+
+
+def plot_recall_vs_span(turns: pd.DataFrame) -> plt.Figure:
+    """Mean evidence recall per condition vs span."""
+    means = _means(data.evidence_questions(turns), "evidence_recall")
+    return _per_suite(means, "evidence_recall", "Evidence recall")
+
+
+def plot_cost_vs_span(turns: pd.DataFrame) -> plt.Figure:
+    """Prompt tokens and seconds per answer vs span, log axes (top: tokens; bottom: seconds)."""
+    rows = data.answered(turns)
+    rows = rows.assign(seconds=rows["memory_latency_s"].astype(float)
+                       + rows["llm_latency_s"].astype(float),
+                       prompt_tokens=rows["prompt_tokens"].astype(float))
+    tokens = _per_suite(_means(rows, "prompt_tokens"), "prompt_tokens",
+                        "Prompt tokens per answer", log=True)
+    seconds = _means(rows, "seconds")
+    for ax, (_suite, group) in zip(tokens.axes[len(tokens.axes) // 2:],
+                                  seconds.groupby("suite"), strict=False):
+        _lines(ax, group, "seconds", None, log=True)
+        ax.set_ylabel("Seconds per answer")
+    return tokens
+
+
+def _means(rows: pd.DataFrame, value: str) -> pd.DataFrame:
+    return rows.groupby(["suite", "span", "condition"], observed=True)[value].mean().reset_index()
+
+
+def _per_suite(rows: pd.DataFrame, value: str, ylabel: str, *, ribbon: tuple | None = None,
+               log: bool = False) -> plt.Figure:
+    suites = sorted(rows["suite"].unique())
+    panels = 2 if value == "prompt_tokens" else 1
+    fig, axes = plt.subplots(panels, max(1, len(suites)), squeeze=False,
+                             figsize=(5 * max(1, len(suites)), 3.6 * panels))
+    for ax, suite in zip(axes[0], suites, strict=False):
+        _lines(ax, rows[rows["suite"] == suite], value, ribbon, log=log)
+        ax.set_title(suite)
+        ax.set_ylabel(ylabel)
+    axes[0][-1].legend(fontsize="small", loc="best")
+    return fig
+
+
+def _lines(ax: plt.Axes, rows: pd.DataFrame, value: str, ribbon: tuple | None, *,
+           log: bool) -> None:
+    palette = colours()
+    for condition, group in rows.groupby("condition", observed=True):
+        group = group.sort_values("span")
+        colour = palette.get(str(condition))
+        ax.plot(group["span"], group[value], marker=marker(str(condition)), color=colour,
+                label=label(str(condition)))
+        if ribbon:
+            ax.fill_between(group["span"], group[ribbon[0]], group[ribbon[1]], color=colour,
+                            alpha=0.15)
+    ax.set_xscale("log")
+    ax.set_xlabel("Memory span (tokens)")
+    if log:
+        ax.set_yscale("log")
+    if ribbon:
+        ax.axhline(0, color="grey", lw=0.8)
+
+
+def write_scaling(scores: pd.DataFrame, turns: pd.DataFrame,
+                  out_dir: str | Path) -> dict[str, list]:
+    """Write the scaling figures and ``crossover.csv`` to ``out_dir`` (name -> paths)."""
+    comparisons = paired.accuracy_comparisons(scores)
+    figures = {"accuracy_vs_span": plot_accuracy_vs_span(comparisons),
+               "recall_vs_span": plot_recall_vs_span(turns),
+               "cost_vs_span": plot_cost_vs_span(turns)}
+    written = {name: save(fig, name, out_dir) for name, fig in figures.items()}
+    table = Path(out_dir) / "crossover.csv"
+    crossover(comparisons).to_csv(table, index=False)
+    return written | {"crossover": [table]}

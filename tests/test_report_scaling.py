@@ -1,0 +1,57 @@
+"""The span-scaling report (issue 45 item 2): the crossover table on constructed paired data,
+and the figures written from a grid with several spans."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from memlab.report import paired, scaling
+
+CONDITIONS = ["vanilla", "oracle", "full_context", "rag", "sleep"]
+
+
+def _scores(n: int = 80) -> pd.DataFrame:
+    """rag: clearly above full_context at span 4000 only; sleep: never above it."""
+    rows = []
+    for span in (1000, 4000):
+        for i in range(n):
+            full = int(i % 2 == 0) if span == 1000 else int(i % 4 == 0)
+            outcome = {"vanilla": 0, "oracle": 1, "full_context": full,
+                       "rag": full if span == 1000 else int(i % 4 != 3),
+                       "sleep": full}
+            rows += [{"suite": "ltm", "span": span, "seed": 0, "test_id": f"t{i}",
+                      "phase": "main", "condition": c, "fraction": float(v)}
+                     for c, v in outcome.items()]
+    return pd.DataFrame(rows)
+
+
+def _turns(scores: pd.DataFrame) -> pd.DataFrame:
+    return scores.assign(kind="question", index=scores["test_id"].str[1:].astype(int),
+                         evidence_recall=scores["fraction"],
+                         prompt_tokens=scores["span"] * 1.2, memory_latency_s=0.1,
+                         llm_latency_s=scores["span"] / 1000.0)
+
+
+def test_crossover_names_the_first_span_above_full_context_or_none():
+    table = scaling.crossover(paired.accuracy_comparisons(_scores())).set_index("condition")
+    assert set(table.index) == {"rag", "sleep"}  # vanilla and oracle are not memories
+    assert table.loc["rag", "crossover"] == "4,000"
+    assert table.loc["sleep", "crossover"] == "none up to 4,000"
+    assert table.loc["rag", "4,000"].startswith("+50.0%") and "n=80" in table.loc["rag", "4,000"]
+    assert table.loc["rag", "1,000"].startswith("+0.0%")
+
+
+def test_a_difference_not_significant_after_holm_is_no_crossover():
+    small = scaling.crossover(paired.accuracy_comparisons(_scores(n=8))).set_index("condition")
+    assert small.loc["rag", "crossover"] == "none up to 4,000"
+
+
+def test_figures_and_table_are_written_only_for_several_spans(tmp_path):
+    scores = _scores()
+    turns = _turns(scores)
+    assert scaling.has_several_spans(scores)
+    assert not scaling.has_several_spans(scores[scores["span"] == 1000])
+    written = scaling.write_scaling(scores, turns, tmp_path)
+    assert set(written) == {"accuracy_vs_span", "recall_vs_span", "cost_vs_span", "crossover"}
+    assert all(p.stat().st_size > 0 for paths in written.values() for p in paths)
+    assert "none up to 4,000" in (tmp_path / "crossover.csv").read_text()
