@@ -46,12 +46,11 @@ def test_a_difference_not_significant_after_holm_is_no_crossover():
     assert small.loc["rag", "crossover"] == "none up to 4,000"
 
 
-def test_figures_and_table_are_written_only_for_several_spans(tmp_path):
+def test_figures_are_written_only_for_several_spans(tmp_path):
     scores = _scores()
     turns = _turns(scores)
     assert scaling.has_several_spans(scores)
     assert not scaling.has_several_spans(scores[scores["span"] == 1000])
     written = scaling.write_scaling(scores, turns, tmp_path)
-    assert set(written) == {"accuracy_vs_span", "recall_vs_span", "cost_vs_span", "crossover"}
+    assert set(written) == {"accuracy_vs_span", "recall_vs_span", "cost_vs_span"}
     assert all(p.stat().st_size > 0 for paths in written.values() for p in paths)
-    assert "none up to 4,000" in (tmp_path / "crossover.csv").read_text()

@@ -119,12 +119,10 @@ def _lines(ax: plt.Axes, rows: pd.DataFrame, value: str, ribbon: tuple | None, *
 
 def write_scaling(scores: pd.DataFrame, turns: pd.DataFrame,
                   out_dir: str | Path) -> dict[str, list]:
-    """Write the scaling figures and ``crossover.csv`` to ``out_dir`` (name -> paths)."""
+    """Write the scaling figures to ``out_dir`` (name -> [png, pdf]); the crossover table is
+    one of the paper's tables (``tables.paper_tables``)."""
     comparisons = paired.accuracy_comparisons(scores)
     figures = {"accuracy_vs_span": plot_accuracy_vs_span(comparisons),
                "recall_vs_span": plot_recall_vs_span(turns),
                "cost_vs_span": plot_cost_vs_span(turns)}
-    written = {name: save(fig, name, out_dir) for name, fig in figures.items()}
-    table = Path(out_dir) / "crossover.csv"
-    crossover(comparisons).to_csv(table, index=False)
-    return written | {"crossover": [table]}
+    return {name: save(fig, name, out_dir) for name, fig in figures.items()}

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.report import accuracy, data, paired, peers, recall, summary
+from memlab.report import accuracy, data, paired, peers, recall, scaling, summary
 from memlab.report.cells import fixed, p_text, shown
 
 BENCH_TABLES = ("table1", "table2", "ltm_scores", "persona_by_type", "costs")
@@ -122,6 +122,8 @@ def paper_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.Da
               "paired_recall": (paired.recall_comparisons(turns), paired_shown),
               "ltm_ceilings": (accuracy.ceilings(scores), ceilings_shown)}
     tables = {name: (frame, show(frame)) for name, (frame, show) in frames.items()}
+    if scaling.has_several_spans(scores):  # the span-scaling experiment's crossover table
+        tables["crossover"] = (scaling.crossover(frames["paired_accuracy"][0]), None)
     for name in BENCH_TABLES:
         function = bench_table(name)
         if function is not None:
