@@ -110,12 +110,16 @@ class Agent:
         time_format: how the prompt writes a time: the clock, remembered items, history
             (default ``format_time``, ``Mon 08 Jan 2024 19:00``; the runner sets the suite's
             own, ``Suite.format_time``: LoCoMo writes ``1:56 pm on 8 May, 2023``).
+        show_clock: start the message with the clock line ("It is now ...") when it has a time;
+            False keeps the times on remembered items and history but states no present (the
+            runner sets the suite's ``Suite.states_clock``: LoCoMo's protocol states none).
     """
 
     def __init__(self, memory: MemorySystem, llm: LLMClient, *, persona: str | None = None,
                  history_turns: int = 5, max_tokens: int = 128,
                  system_prompt: str | None = None, auto_sleep: bool = True,
-                 time_format: Callable[[datetime], str] | None = None):
+                 time_format: Callable[[datetime], str] | None = None,
+                 show_clock: bool = True):
         self.memory = memory
         self.llm = llm
         self.persona = persona
@@ -124,6 +128,7 @@ class Agent:
         self.system_prompt = system_prompt or DEFAULT_SYSTEM_PROMPT
         self.auto_sleep = auto_sleep
         self.time_format = time_format or format_time
+        self.show_clock = show_clock
         self.turn_number = 0
         self.cycles: list[Any] = []  # CycleStats of every sleep cycle this agent ran
         self.last_messages: list[Message] = []  # the prompt of the last interact (option scoring)
@@ -219,8 +224,11 @@ class Agent:
         return base, memory
 
     def render_clock(self, now: datetime | None) -> str:
-        """The clock line that starts the last user message ("" without a clock)."""
-        return f"It is now {self.time_format(now)}.\n\n" if now is not None else ""
+        """The clock line that starts the last user message ("" without a clock, or when the
+        agent states none: ``show_clock``)."""
+        if now is None or not self.show_clock:
+            return ""
+        return f"It is now {self.time_format(now)}.\n\n"
 
     def _history(self, context: MemoryContext) -> list[Exchange]:
         if context.metadata.get("uncapped_history") or self.history_turns is None:

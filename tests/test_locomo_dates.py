@@ -44,11 +44,29 @@ def test_format_date_writes_back_the_string_it_was_parsed_from(written):
 
 @pytest.mark.parametrize("condition", ["oracle", "full_context"])
 def test_a_locomo_prompt_carries_the_sessions_own_date_strings(tmp_path, condition):
-    sent = sent_prompt(run_locomo(tmp_path, condition), "conv-a:q1")
+    sent = sent_prompt(run_locomo(tmp_path, condition, clock=True), "conv-a:q1")
     # the race turn is in session 2, "10:37 am on 27 June, 2023"; the clock is its last minute
     assert "10:37 am on 27 June, 2023" in sent
     assert "It is now 10:37 am on 27 June, 2023." in sent
     assert "Tue 27 Jun 2023" not in sent and "10:37]" not in sent
+
+
+@pytest.mark.parametrize("condition", ["oracle", "full_context"])
+def test_a_locomo_question_states_no_clock_by_default_but_keeps_the_turns_dates(tmp_path,
+                                                                                 condition):
+    """LoCoMo's and Mem0's protocols state no present time; the remembered turns keep theirs."""
+    run_dir = run_locomo(tmp_path, condition)
+    sent = sent_prompt(run_dir, "conv-a:q1")
+    assert "It is now" not in sent
+    assert "10:37 am on 27 June, 2023" in sent
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["suite_params"]["clock"] is False
+    assert LoCoMoSuite(str(MINI), clock=True).describe()["clock"] is True
+
+
+def test_a_bad_clock_option_names_the_field():
+    with pytest.raises(ConfigError, match="clock"):
+        LoCoMoSuite(str(MINI), clock="sometimes")
 
 
 def test_option_dates_memlab_keeps_memlabs_format_and_is_another_run(tmp_path):
@@ -84,6 +102,11 @@ def test_the_agent_writes_every_time_with_its_time_format_and_memlabs_by_default
     default = FakeLLM(["fine"])
     Agent(Held(), default).interact("q", store=False, timestamp=moment)
     assert "It is now Mon 08 May 2023 13:56." in default.history[0][-1].content
+    quiet = FakeLLM(["fine"])
+    Agent(Held(), quiet, time_format=format_date, show_clock=False).interact(
+        "q", store=False, timestamp=moment)
+    sent = "\n".join(m.content for m in quiet.history[0])
+    assert "It is now" not in sent and "[turn, 1:56 pm on 8 May, 2023]" in sent
 
 
 def test_the_published_files_session_dates_are_written_back_exactly():

@@ -108,11 +108,14 @@ class Suite(ABC):
         whole_history: a question may need any earlier turn, so full_context's window must hold
             the whole stored conversation in chat format (``memlab.lab.window_for_conversation``),
             not only the span. False (LTM): a test's evidence lies within its memory span.
+        states_clock: the answer prompt starts the message with the present time ("It is now
+            ..."); a suite whose published protocol states none (LoCoMo) sets it False.
     """
 
     name: str = "suite"
     options: ClassVar[tuple[str, ...]] = ()
     whole_history: ClassVar[bool] = False
+    states_clock: bool = True
 
     @classmethod
     def build(cls, *, span: int, seed: int = 0, llm: Any = None,

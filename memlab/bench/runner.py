@@ -372,6 +372,7 @@ class _RunSession:
                                  namespace=self.namespace, **self._memory_config())
             agent.auto_sleep = not self.spec.probes_sleep
             agent.time_format = self.suite.format_time
+            agent.show_clock = self.suite.states_clock
             self.agents[user] = agent
         self.user, self.agent = user, self.agents[user]
         self.turn_events = self.events_by_user.setdefault(user, {})  # turn_number -> event

@@ -45,7 +45,7 @@ from memlab.bench.suites.locomo_data import (
     render_turn,
 )
 from memlab.bench.suites.locomo_metrics import CATEGORIES, bleu1, declines, locomo_f1
-from memlab.bench.suites.options import count_option, list_option
+from memlab.bench.suites.options import bool_option, count_option, list_option
 from memlab.bench.suites.published import PublishedSuite, seeded_sample, select
 from memlab.errors import ConfigError
 from memlab.llm.options import parse_letter
@@ -76,17 +76,22 @@ class LoCoMoSuite(PublishedSuite):
         dates: "locomo" (default) writes times in the answer prompt as the data set writes
             its sessions' ``date_time`` ("1:56 pm on 8 May, 2023"); "memlab" as memlab's
             other suites do ("Mon 08 May 2023 13:56").
+        clock: start each question with the present time ("It is now ...", the time it is
+            asked: one second after the conversation's last turn), as memlab's other suites
+            do. Default False: LoCoMo's and Mem0's protocols state none, and with it the model
+            answered "when" questions with that clock's date (6 of 16 temporal answers in a
+            pilot, docs/suites.md).
         count_tokens: the answering model's tokenizer (history sizes in ``describe``).
     """
 
     name = "locomo"
     options = ("data", "conversations", "sessions", "categories", "questions", "judge",
-               "dates")
+               "dates", "clock")
 
     def __init__(self, data: str | None = None, *, span: int = 0, seed: int = 0,
                  conversations: int | list[str] | None = None, sessions: int | None = None,
                  categories: list[int] | None = None, questions: int | None = None,
-                 judge: Any = None, dates: str = "locomo",
+                 judge: Any = None, dates: str = "locomo", clock: bool = False,
                  count_tokens: TokenCounter | None = None):
         self.file, every = read_locomo(data)
         self.span, self.seed, self.judge = span, seed, judge
@@ -105,6 +110,7 @@ class LoCoMoSuite(PublishedSuite):
             raise ConfigError(f"field 'suite_options.dates': {dates!r} must be one of "
                               f"{', '.join(DATES)}")
         self.dates = dates
+        self.states_clock = bool_option(clock, "clock")
 
     def format_time(self, moment: datetime) -> str:
         """LoCoMo's ``date_time`` format (``dates="locomo"``), else memlab's."""
@@ -244,5 +250,5 @@ class LoCoMoSuite(PublishedSuite):
                 "questions_per_conversation": self.per_conversation, "seed": self.seed,
                 "questions": sum(e.kind == "question" for e in events),
                 "history_tokens": history, "judge_model": self.judge_model,
-                "dates": self.dates}
+                "dates": self.dates, "clock": self.states_clock}
 
