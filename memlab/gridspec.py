@@ -46,6 +46,9 @@ class GridSpec(BaseModel):
         spans: per suite, the memory spans (ltm) or history lengths (persona) in tokens.
         seeds: seeds whose questions the answering model answers (``answered`` of them).
         evidence_seeds: further seeds run for evidence recall only (nothing answered).
+        suite_seeds: per suite, ``seeds`` and/or ``evidence_seeds`` replacing the grid's for
+            that suite (``scaling``: LTM answers every test of one seed, persona a sample of
+            two).
         answered: per suite, tests answered per seed (a seeded sample, the same in every
             condition); a suite not named answers every test.
         suite_options: per suite, the suite's own options.
@@ -64,6 +67,8 @@ class GridSpec(BaseModel):
     spans: dict[str, list[int]]
     seeds: list[int] = Field(default_factory=lambda: [0])
     evidence_seeds: list[int] = Field(default_factory=list)
+    suite_seeds: dict[str, dict[Literal["seeds", "evidence_seeds"], list[int]]] = Field(
+        default_factory=dict)
     answered: dict[str, int] = Field(default_factory=dict)
     suite_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     llm: str = "local"
@@ -87,6 +92,11 @@ class GridSpec(BaseModel):
     @classmethod
     def _known_suites(cls, value: list[str]) -> list[str]:
         return [SUITES.check(v) for v in value]
+
+    @field_validator("suite_seeds")
+    @classmethod
+    def _known_seed_suites(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return {SUITES.check(suite): seeds for suite, seeds in value.items()}
 
     @field_validator("llm", "memory_llm", "embedder")
     @classmethod
@@ -124,14 +134,21 @@ class GridSpec(BaseModel):
                               "a condition, span or seed is listed twice")
         return cells
 
+    def seeds_of(self, suite: str) -> tuple[list[int], list[int]]:
+        """(answered seeds, evidence-only seeds) of ``suite``: ``suite_seeds``' where it names
+        them, else the grid's."""
+        own = self.suite_seeds.get(suite, {})
+        return own.get("seeds", self.seeds), own.get("evidence_seeds", self.evidence_seeds)
+
     def _seed_protocols(self, suite: str) -> list[tuple[int, dict[str, Any]]]:
         answered = self.answered.get(suite)
+        seeds, evidence_seeds = self.seeds_of(suite)
         if suite in self.one_seed:
-            return [(self.seeds[0], {"answered": answered})] if self.seeds else []
-        out = [(seed, {"answered": answered}) for seed in self.seeds]
-        out += [(seed, {"answered": 0}) for seed in self.evidence_seeds]
-        if self.sleep_probes and "sleep" in self.conditions and self.seeds:
-            out.append((self.seeds[0], {"answered": answered, "probes_sleep": True}))
+            return [(seeds[0], {"answered": answered})] if seeds else []
+        out = [(seed, {"answered": answered}) for seed in seeds]
+        out += [(seed, {"answered": 0}) for seed in evidence_seeds]
+        if self.sleep_probes and "sleep" in self.conditions and seeds:
+            out.append((seeds[0], {"answered": answered, "probes_sleep": True}))
         return out
 
     def _conditions(self, protocol: dict[str, Any]) -> list[str]:
@@ -297,20 +314,23 @@ LOCOMO = GridSpec(
 )
 SCALING = GridSpec(
     name="scaling", suites=PAPER_SUITES, conditions=LOCOMO_CONDITIONS, **PAPER_MODELS,
-    description=("Where memory matters (issue 45): LTM at memory spans 1k/4k/16k/32k (5 "
-                 "examples of 8 types), persona at 4k/16k/32k (5 topics), the eight conditions; "
-                 "seeds 0 and 1 answered (25 LTM tests, about 62 questions, and 30 persona "
-                 "questions per seed: >= 60 paired per condition and span), seed 2 for "
-                 "evidence recall (>= 135 questions). At 16k-32k full_context cuts LTM's "
-                 "conversations to its 32k window. No Table 2 cells. Projected about 33 h on "
-                 "2 cores, over the 24 h budget: the excess is full_context reading LTM's "
-                 "16k and 32k conversations (about 11 h), which cutting seeds would take "
-                 "below 60 questions and cutting conditions would remove the comparison the "
-                 "grid is for; run it in pieces (it resumes)."),
+    description=("Where memory matters (issue 45): LTM at memory spans 1k/4k/16k/32k, persona "
+                 "at 4k/16k/32k (5 topics), the eight conditions, no Table 2 cells. LTM answers "
+                 "every test of seed 0 (6 examples of 8 types: 60 questions) and measures "
+                 "evidence recall on seed 1 too (120); persona answers 30 questions of seeds 0 "
+                 "and 1 (60) and adds seed 2 for evidence recall (135). At 16k-32k full_context "
+                 "cuts LTM's conversations to its 32k window. LTM is dense because full_context "
+                 "reads its whole conversation about once: answering every test of one longer "
+                 "seed reads 0.75M tokens at 32k where 25 of 40 tests in each of two seeds read "
+                 "1.0M. Projected about 29 h on 2 cores, over the 24 h budget: full_context "
+                 "reading LTM's 16k and 32k conversations is 8.6 h of it, and no seed can go "
+                 "without taking n below 60 answered or 100 evidence questions; run it in "
+                 "pieces (it resumes)."),
     spans={"ltm": [1000, 4000, 16000, 32000], "persona": [4000, 16000, 32000]},
-    seeds=[0, 1], evidence_seeds=[2], answered={"ltm": 25, "persona": 30},
+    seeds=[0, 1], evidence_seeds=[2], answered={"persona": 30},
+    suite_seeds={"ltm": {"seeds": [0], "evidence_seeds": [1]}},
     needle_replies="scripted",
-    suite_options={"ltm": {"examples": 5, "types": LTM_TYPES}, "persona": {"n_topics": 5}},
+    suite_options={"ltm": {"examples": 6, "types": LTM_TYPES}, "persona": {"n_topics": 5}},
     sleep_probes=False,
 )
 SPECS = {"quick": QUICK, "standard": STANDARD, "full": FULL, "peers": PEERS_SPEC,

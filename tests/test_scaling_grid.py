@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from memlab import cli
 from memlab.gridcost import cell_seconds, history_tokens_read
 from memlab.gridspec import SCALING
@@ -45,3 +47,24 @@ def test_full_context_pays_history_at_40_tokens_a_second_and_memories_per_turn()
     assert cell_seconds("ltm", "full_context", stored_turns=10, answered=2,
                         history_tokens=4000) == base + 100
     assert cell_seconds("ltm", "sleep", stored_turns=100, answered=0) == 80.0
+
+
+def test_suite_seeds_replace_the_grids_seeds_for_that_suite_only():
+    cells = SCALING.cells()
+    ltm = {(c.seed, c.answered) for c in cells if c.suite == "ltm"}
+    persona = {(c.seed, c.answered) for c in cells if c.suite == "persona"}
+    assert ltm == {(0, None), (1, 0)}  # every test of seed 0 answered; seed 1 evidence only
+    assert persona == {(0, 30), (1, 30), (2, 0)}
+    assert len(cells) == 8 * (4 * 2 + 3 * 3)
+
+
+def test_suite_seeds_of_an_unknown_suite_is_refused_by_name():
+    from memlab.errors import ConfigError
+    from memlab.gridspec import validate_spec
+
+    values = SCALING.model_dump() | {"suite_seeds": {"ltmm": {"seeds": [0]}}}
+    with pytest.raises(ConfigError, match="suite_seeds"):
+        validate_spec(values, "test")
+    values["suite_seeds"] = {"ltm": {"seed": [0]}}
+    with pytest.raises(ConfigError, match="suite_seeds"):
+        validate_spec(values, "test")
