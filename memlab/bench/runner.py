@@ -16,7 +16,9 @@ seeded by the run for its duration (``memlab.models.seed_ids``).
 The manifest's ``memory_stats`` are the rebuilt memory's (its counts and model calls as one
 process would have them), but a stat each process times for itself (``PROCESS_TOTALS``: a peer's
 ``add_seconds``) is summed over the run's processes, the replay's adds included; a process killed
-before it finished (kill -9) leaves no total to add.
+before it finished (kill -9) leaves no total to add. Its ``memory_size`` (items and tokens
+stored, ``MemorySystem.size``) is read when a user's memory closes, so a resumed run records the
+size of the memory its replay rebuilt.
 
 Table 2 protocol (``probes_sleep=True``): after the conversation the suite's questions are asked
 again without being stored (phase ``pre_sleep``), ``Agent.sleep()`` is forced, and they are asked
@@ -65,7 +67,7 @@ from memlab.bench.versions import environment_info, prompt_versions
 from memlab.config import get_settings
 from memlab.errors import ConfigError, MemlabError
 from memlab.memory._backends import purge_namespace
-from memlab.memory.base import MEMORIES, MemoryContext, Scope
+from memlab.memory.base import MEMORIES, MemoryContext, MemorySystem, Scope
 from memlab.models import seed_ids
 from memlab.stores.base import run_namespace
 from memlab.userfiles import read_text
@@ -320,6 +322,7 @@ class _RunSession:
         self.store, self.factory = store, factory
         self.agents: dict[str, Agent] = {}  # open agents by user (one per conversation)
         self.memory_stats: dict[str, dict[str, Any]] = {}  # by user, taken at close
+        self.memory_sizes: dict[str, dict[str, int] | None] = {}  # by user, read at close
         self.earlier_stats: dict[str, dict[str, Any]] = {}  # the run's earlier processes'
         self.left: set[str] = set()  # users whose conversation is over and memory closed
         self.events_by_user: dict[str, dict[int, int]] = {}
@@ -360,6 +363,7 @@ class _RunSession:
         if previous is not None and not self.spec.probes_sleep:
             done = self.agents.pop(previous)
             self.memory_stats[previous] = done.memory.stats()
+            self.memory_sizes[previous] = _size_of(done.memory)
             done.memory.close()
             self.left.add(previous)
         if user not in self.agents:
@@ -417,6 +421,7 @@ class _RunSession:
         quietly = status == "failed"
         for user, agent in self.agents.items():
             self.memory_stats[user] = agent.memory.stats()
+            self.memory_sizes[user] = _size_of(agent.memory)
         for close in (self._stack.close, self.writer.close,
                       *(agent.memory.close for agent in self.agents.values())):
             _close(close, quietly=quietly)
@@ -425,7 +430,8 @@ class _RunSession:
             for user, now in self.memory_stats.items()}}
         manifest.update(status=status, finished_at=_now(), sleep_stats=self.sleep_stats,
                         failed_calls=self.failures.summary(),
-                        memory_stats=next(iter(stats.values())) if len(stats) == 1 else stats)
+                        memory_stats=next(iter(stats.values())) if len(stats) == 1 else stats,
+                        memory_size=_size_record(self.memory_sizes))
         release_space(self.run_dir)
         manifest["counts"].update(
             turns=len(read_jsonl(self.run_dir / "turns.jsonl")), llm_calls_paid=self.journal.paid,
@@ -626,6 +632,27 @@ def strip_timing(record: dict[str, Any]) -> dict[str, Any]:
         out["cycle_stats"] = {k: v for k, v in out["cycle_stats"].items()
                               if k not in CYCLE_TIMING_FIELDS}
     return out
+
+
+def _size_of(memory: MemorySystem) -> dict[str, int] | None:
+    """``memory.size()`` as the manifest records it; None when the memory keeps nothing
+    countable or counting it failed (logged: a measurement taken at close must not fail a run
+    that has answered every question, nor hide the error that stopped a failing one)."""
+    try:
+        size = memory.size()
+    except Exception as exc:
+        log.warning("could not count the memory (memory_size left out): %s: %s",
+                    type(exc).__name__, exc)
+        return None
+    return None if size is None else size.model_dump()
+
+
+def _size_record(sizes: dict[str, dict[str, int] | None]) -> Any:
+    """The manifest's ``memory_size``, kept as ``memory_stats`` is: one user's unkeyed
+    (``{"items": ..., "tokens": ...}`` or None), several users' by user; None without a user."""
+    if len(sizes) == 1:
+        return next(iter(sizes.values()))
+    return sizes or None
 
 
 def _with_earlier(stats: dict[str, Any], earlier: dict[str, Any] | None) -> dict[str, Any]:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from memlab.bench.schedule import estimate_tokens
 from memlab.registry import Registry
 
 if TYPE_CHECKING:
@@ -128,6 +129,30 @@ def format_time(moment: datetime) -> str:
     return moment.strftime("%a %d %b %Y %H:%M")
 
 
+class MemorySize(BaseModel):
+    """How much a memory holds at one moment, measured the same way for every condition (the
+    span-scaling report plots it against span).
+
+    Attributes:
+        items: the memories kept that recall could still put into a prompt: stored turns,
+            episodes, summaries, schemas, current facts (not those retired for good: forgotten
+            episodes, superseded or forgotten facts).
+        tokens: the tokens of those items' texts, as recall would show them, by the suites'
+            own estimate (``memlab.bench.schedule.estimate_tokens``: whitespace words or
+            characters / 4, whichever is larger), not a model's tokenizer, so that every
+            condition is counted alike and no model is loaded to count.
+    """
+
+    items: int = Field(ge=0)
+    tokens: int = Field(ge=0)
+
+    @classmethod
+    def of(cls, texts: Iterable[str]) -> MemorySize:
+        """The size of a memory holding one item per text."""
+        texts = list(texts)
+        return cls(items=len(texts), tokens=sum(estimate_tokens(text) for text in texts))
+
+
 class NoConfig(BaseModel):
     """The config of a condition with nothing to configure."""
 
@@ -198,6 +223,12 @@ class MemorySystem(ABC):
     def stats(self) -> dict[str, Any]:
         """The condition's own counters for the run manifest (model calls, failures...)."""
         return {}
+
+    def size(self) -> MemorySize | None:
+        """How much this memory holds now (the run manifest's ``memory_size``), read without a
+        model call and without changing the store; None: it keeps nothing countable (the
+        default, so a plugin that does not say is left out rather than counted as empty)."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release stores and clients."""

@@ -8,6 +8,7 @@ episodic_summary and sleep, which extend this condition.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
@@ -18,12 +19,13 @@ from memlab.memory._backends import (
     open_record_backends,
     resolve_embedder,
 )
-from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySystem
+from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySize, MemorySystem
 from memlab.models.sleep import Episode
 from memlab.stores.episodic import EpisodicMemoryStore
 from memlab.stores.records import ScopedRecordStore
 
 S = TypeVar("S", bound=ScopedRecordStore)
+R = TypeVar("R")
 
 _PERSONAL = re.compile(r"\b(my|i am|i'm|i have|i've|i like|i love|i prefer|i hate|i live|i work|"
                        r"remember|important|never|always|allergic|birthday|name)\b", re.I)
@@ -52,6 +54,12 @@ def exchange_of(episode: Episode) -> Exchange:
     return Exchange(user=ctx.get("user", episode.content), assistant=ctx.get("assistant", ""),
                     turn_number=ctx.get("turn_number", 0), timestamp=episode.timestamp,
                     session_id=ctx.get("session_id"), metadata={"id": episode.id})
+
+
+def recallable_texts(store: ScopedRecordStore[R], text: Callable[[R], str]) -> list[str]:
+    """``text`` of each record of ``store`` that recall may still return (the store's own
+    ``recallable`` rule: a forgotten episode is kept but never recalled), in insertion order."""
+    return [text(record) for record in store.all() if store.recallable(record)]
 
 
 class EpisodicConfig(BaseModel):
@@ -141,6 +149,15 @@ class EpisodicMemory(MemorySystem):
     def recall(self, query: str) -> MemoryContext:
         items, history = self.recall_episodes(query)
         return MemoryContext(items=items, history=history)
+
+    def size(self) -> MemorySize:
+        """The episodes recall can still return (all but forgotten ones), each with its stored
+        text (``User: ...\\nAI: ...``), as a relevant episode is shown."""
+        return MemorySize.of(self.episode_texts())
+
+    def episode_texts(self) -> list[str]:
+        """The texts of the episodes recall can still return (see :meth:`size`)."""
+        return recallable_texts(self.episodes, lambda episode: episode.content)
 
     def close(self) -> None:
         self.episodes.close()

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from memlab.errors import ConfigError
-from memlab.memory.base import MemoryContext, MemoryItem
-from memlab.memory.episodic import EpisodicConfig, EpisodicMemory
+from memlab.memory.base import MemoryContext, MemoryItem, MemorySize
+from memlab.memory.episodic import EpisodicConfig, EpisodicMemory, recallable_texts
 from memlab.models.sleep import CycleStats, Episode
 from memlab.sleep.cycle import CycleConfig, SleepCycle
 from memlab.stores.consolidated import ConsolidatedMemoryStore
@@ -74,6 +74,13 @@ class EpisodicSummaryMemory(EpisodicMemory):
         items, history = self.recall_episodes(query)
         items += self.summary_items(query, self.config.relevant_summaries)
         return MemoryContext(items=items, history=history)
+
+    def size(self) -> MemorySize:
+        """Episodes plus summaries (each summary's text as recall shows it). A summarised
+        episode stays stored and counted: the recent history still sends it, and relevant
+        search does with ``recall_summarised_episodes``."""
+        summaries = recallable_texts(self.consolidated, lambda memory: memory.summary)
+        return MemorySize.of(self.episode_texts() + summaries)
 
     def close(self) -> None:
         self.consolidated.close()

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from memlab.errors import ConfigError
 from memlab.memory._backends import open_operating_memory
-from memlab.memory.base import Exchange, MemoryContext, MemorySystem
+from memlab.memory.base import Exchange, MemoryContext, MemorySize, MemorySystem
 
 _TURN = re.compile(r"(?m)^User: ")
 
@@ -89,6 +89,13 @@ class FullContextMemory(MemorySystem):
                              metadata={"uncapped_history": True,
                                        "history_tokens": self._kept_tokens,
                                        "budget_tokens": self.budget})
+
+    def size(self) -> MemorySize:
+        """The whole stored history, one item per exchange (``User: ...\\nAI: ...``), those
+        already cut from the prompt included: the log keeps them, and the window, not the
+        memory, decides how many are sent. Tokens by the suites' estimate, not the model's
+        tokenizer counts this condition caches for its cuts, so it compares with the others."""
+        return MemorySize.of(exchange.render() for exchange, _ in self._turns)
 
     def _cut(self, target: float) -> None:
         """Drop the oldest turns still in the prompt until the rest fits ``target`` tokens."""

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memlab.memory._backends import RunFolder, open_operating_memory, resolve_embedder
-from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySystem
+from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySize, MemorySystem
 from memlab.memory.hybrid_extract import CUE, extract_candidates, subject_key
 from memlab.memory.hybrid_facts import ConsolidationAgent, DistilledFact, DistilledFactStore
 from memlab.memory.hybrid_forget import choose_forgotten, is_forget_request
@@ -172,6 +172,16 @@ class HybridMemory(MemorySystem):
                                                                 "turn_numbers": turns}))
         history = [Exchange.model_validate(t) for t in pad.get("recent_turns", [])]
         return MemoryContext(items=items, history=history)
+
+    def size(self) -> MemorySize:
+        """The current facts (archived workspace events among them; superseded and forgotten
+        ones stay stored but are never recalled, so are not counted) and what the scratchpad
+        in operating memory keeps for recall: each note and each recent turn. Staged promotion
+        candidates are not counted: recall never shows them."""
+        facts = [fact.content for fact in self.facts.all() if self.facts.recallable(fact)]
+        pad = self.state().scratchpad
+        recent = [Exchange.model_validate(t).render() for t in pad.get("recent_turns", [])]
+        return MemorySize.of(facts + list(pad.get("notes", {}).values()) + recent)
 
     # ------------------------------------------------------------------ shared workspaces
     def open_event(self, shared_data: dict[str, Any] | None = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySystem
+from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySize, MemorySystem
 
 
 class OracleConfig(BaseModel):
@@ -42,3 +42,8 @@ class OracleMemory(MemorySystem):
                             timestamp=self.turns[n].timestamp, metadata={"turn_number": n})
                  for n in self.evidence if n in self.turns]
         return MemoryContext(items=items)
+
+    def size(self) -> MemorySize:
+        """Every exchange it keeps, each as recall shows it (``User: ...\\nAI: ...``): any may be
+        some question's evidence."""
+        return MemorySize.of(exchange.render() for exchange in self.turns.values())

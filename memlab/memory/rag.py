@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from memlab.memory._backends import CachedEmbedder, RunFolder, open_vector_store, resolve_embedder
-from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySystem
+from memlab.memory.base import Exchange, MemoryContext, MemoryItem, MemorySize, MemorySystem
 from memlab.models.turns import TurnDocument
 from memlab.stores.matrix import VectorMatrix
 from memlab.stores.vector import PAGE
@@ -124,6 +124,12 @@ class RagMemory(MemorySystem):
         items = [item for item in self._search(query, self.config.top_k, in_history)
                  if item.score >= self.config.min_similarity]
         return MemoryContext(items=items, history=history)
+
+    def size(self) -> MemorySize:
+        """The TurnDocuments in its search index (those in chroma and those still waiting to be
+        written there), one item per stored exchange with its rendered text; the last turns it
+        sends as history are among them."""
+        return MemorySize.of(text for _, text, _ in self.turns)
 
     def close(self) -> None:
         self.flush()

@@ -13,8 +13,8 @@ import re
 from pydantic import Field
 
 from memlab.errors import ConfigError
-from memlab.memory.base import MemoryContext, MemoryItem
-from memlab.memory.episodic import EpisodicConfig, EpisodicMemory
+from memlab.memory.base import MemoryContext, MemoryItem, MemorySize
+from memlab.memory.episodic import EpisodicConfig, EpisodicMemory, recallable_texts
 from memlab.models.sleep import CycleStats, Schema
 from memlab.sleep.cycle import CycleConfig, SleepCycle
 from memlab.stores.consolidated import ConsolidatedMemoryStore
@@ -82,7 +82,7 @@ class SleepMemory(EpisodicMemory):
         wanted = list(dict.fromkeys(concepts + re.findall(r"[a-z]{4,}", query.lower())))
         found = self.schemas.find_related_scored(wanted, k=k,
                                                  min_score=self.config.schema_min_score)
-        return [MemoryItem(id=s.id, kind="schema", text=f"{s.name}: {s.description}",
+        return [MemoryItem(id=s.id, kind="schema", text=schema_text(s),
                            score=score, metadata={"core_concepts": s.core_concepts,
                                                   "turn_numbers": self.schema_turns(s)})
                 for s, score in found]
@@ -95,7 +95,19 @@ class SleepMemory(EpisodicMemory):
             episode_ids += memory.source_episode_ids if memory is not None else []
         return self.episode_turns(episode_ids)
 
+    def size(self) -> MemorySize:
+        """What recall can return: the episodes not forgotten (decay flags them, never deletes
+        them), the consolidated memories and the schemas, each with the text recall shows."""
+        return MemorySize.of(self.episode_texts()
+                             + recallable_texts(self.consolidated, lambda memory: memory.summary)
+                             + recallable_texts(self.schemas, schema_text))
+
     def close(self) -> None:
         self.consolidated.close()
         self.schemas.close()
         super().close()
+
+
+def schema_text(schema: Schema) -> str:
+    """A schema as a recalled item shows it: ``name: description``."""
+    return f"{schema.name}: {schema.description}"

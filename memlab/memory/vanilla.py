@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from memlab.memory.base import Exchange, MemoryContext, MemorySystem
+from memlab.memory.base import Exchange, MemoryContext, MemorySize, MemorySystem
 
 
 class VanillaConfig(BaseModel):
@@ -27,3 +27,7 @@ class VanillaMemory(MemorySystem):
 
     def recall(self, query: str) -> MemoryContext:
         return MemoryContext()
+
+    def size(self) -> MemorySize:
+        """Empty: vanilla keeps nothing (it counts exchanges, it does not store them)."""
+        return MemorySize(items=0, tokens=0)

@@ -32,6 +32,7 @@ from memlab.memory.base import CONDITIONS
 
 RUN_COLUMNS = ["run_id", "condition", "suite", "seed", "span", "probes", "status", "provider",
                "model", "model_calls"]
+SIZE_COLUMNS = ["suite", "span", "seed", "condition", "items", "tokens"]
 ANSWERED = ("needle", "question")
 
 
@@ -79,6 +80,37 @@ def runs_frame(results_dir: str | Path, *, complete_only: bool = True) -> pd.Dat
     rows = [run_row(m, Path(m["path"])) for m in load_manifests(results_dir,
                                                                  complete_only=complete_only)]
     return order_conditions(pd.DataFrame(rows, columns=RUN_COLUMNS + ["path"]))
+
+
+def memory_size(manifest: dict[str, Any]) -> dict[str, float] | None:
+    """The memory a run ended with, per conversation: ``items`` and ``tokens`` stored (its
+    manifest's ``memory_size``, from ``MemorySystem.size``), the mean over its users when it had
+    several; None when it records none (a run from before it was recorded, or a memory that
+    keeps nothing countable)."""
+    record = manifest.get("memory_size")
+    if not isinstance(record, dict):
+        return None
+    sizes = [record] if _is_size(record) else [size for size in record.values() if _is_size(size)]
+    if not sizes:
+        return None
+    return {key: sum(size[key] for size in sizes) / len(sizes) for key in ("items", "tokens")}
+
+
+def _is_size(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(value.get(k), int) for k in ("items", "tokens"))
+
+
+def memory_sizes(results_dir: str | Path) -> pd.DataFrame:
+    """One row per complete ordinary run (Table 2's force a sleep first: not counted) whose
+    manifest records its memory size: ``SIZE_COLUMNS``, items and tokens per conversation."""
+    rows = []
+    for manifest in load_manifests(results_dir):
+        size = memory_size(manifest)
+        if size is not None and not probes_run(manifest):
+            rows.append({"suite": manifest.get("suite"), "span": span_of(manifest),
+                         "seed": manifest.get("seed"), "condition": manifest.get("condition"),
+                         **size})
+    return order_conditions(pd.DataFrame(rows, columns=SIZE_COLUMNS))
 
 
 def _joined(results_dir: str | Path, filename: str) -> pd.DataFrame:

@@ -290,5 +290,6 @@ def write_figures(results_dir: str | Path, out_dir: str | Path = "figures") -> d
         figures["peers"] = plot_peers(peers.paired(peer_rows))
     written = {name: save(fig, name, out_dir) for name, fig in figures.items()}
     if scaling.has_several_spans(scores):  # the span-scaling figures and crossover table
-        written |= scaling.write_scaling(scores, turns, out_dir)
+        written |= scaling.write_scaling(scores, turns, out_dir,
+                                         sizes=data.memory_sizes(results_dir))
     return written

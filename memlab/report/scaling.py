@@ -2,10 +2,12 @@
 
 Drawn from a grid with several spans per suite (the ``scaling`` spec): accuracy against
 full_context at each span (the paired difference and its 95% interval as a ribbon), evidence
-recall, prompt tokens and seconds per answer (log axes) vs span, and the crossover table: for
-each memory condition, the smallest span at which it is significantly above full_context
-(exact McNemar per span, Holm across the conditions compared at that span; ``paired.compare``),
-or "none up to <largest span>", with the paired difference and interval at every span.
+recall, prompt tokens and seconds per answer (log axes) vs span, the memory each condition
+ends a run with (items and tokens stored, from the run manifests) vs span, and the crossover
+table: for each memory condition, the smallest span at which it is significantly above
+full_context (exact McNemar per span, Holm across the conditions compared at that span;
+``paired.compare``), or "none up to <largest span>", with the paired difference and interval
+at every span.
 """
 
 from __future__ import annotations
@@ -71,23 +73,42 @@ def plot_cost_vs_span(turns: pd.DataFrame) -> plt.Figure:
                        + rows["llm_latency_s"].astype(float),
                        prompt_tokens=rows["prompt_tokens"].astype(float))
     tokens = _per_suite(_means(rows, "prompt_tokens"), "prompt_tokens",
-                        "Prompt tokens per answer", log=True)
-    seconds = _means(rows, "seconds")
-    for ax, (_suite, group) in zip(tokens.axes[len(tokens.axes) // 2:],
-                                  seconds.groupby("suite"), strict=False):
-        _lines(ax, group, "seconds", None, log=True)
-        ax.set_ylabel("Seconds per answer")
+                        "Prompt tokens per answer", log=True, panels=2)
+    _lower_row(tokens, _means(rows, "seconds"), "seconds", "Seconds per answer")
     return tokens
+
+
+def plot_memory_size_vs_span(runs: pd.DataFrame) -> plt.Figure:
+    """Items (top) and tokens (bottom) stored per conversation at the end of a run vs span,
+    mean over seeds, log axes.
+
+    Args:
+        runs: ``data.memory_sizes`` (runs whose manifest records no size are not in it). A
+            memory that keeps nothing (vanilla: 0) has no place on a log axis and is left out.
+    """
+    kept = runs[(runs["items"] > 0) & (runs["tokens"] > 0)]
+    items = _per_suite(_means(kept, "items"), "items", "Items stored", log=True, panels=2)
+    _lower_row(items, _means(kept, "tokens"), "tokens", "Tokens stored")
+    return items
 
 
 def _means(rows: pd.DataFrame, value: str) -> pd.DataFrame:
     return rows.groupby(["suite", "span", "condition"], observed=True)[value].mean().reset_index()
 
 
+def _lower_row(fig: plt.Figure, rows: pd.DataFrame, value: str, ylabel: str) -> None:
+    """Draw ``value`` (log axis) in the second row of a two-row ``_per_suite`` figure, one
+    panel per suite in the first row's order."""
+    for ax, (_suite, group) in zip(fig.axes[len(fig.axes) // 2:], rows.groupby("suite"),
+                                   strict=False):
+        _lines(ax, group, value, None, log=True)
+        ax.set_ylabel(ylabel)
+
+
 def _per_suite(rows: pd.DataFrame, value: str, ylabel: str, *, ribbon: tuple | None = None,
-               log: bool = False) -> plt.Figure:
+               log: bool = False, panels: int = 1) -> plt.Figure:
+    """One panel per suite (columns) in the first of ``panels`` rows, ``value`` vs span."""
     suites = sorted(rows["suite"].unique())
-    panels = 2 if value == "prompt_tokens" else 1
     fig, axes = plt.subplots(panels, max(1, len(suites)), squeeze=False,
                              figsize=(5 * max(1, len(suites)), 3.6 * panels))
     for ax, suite in zip(axes[0], suites, strict=False):
@@ -117,12 +138,19 @@ def _lines(ax: plt.Axes, rows: pd.DataFrame, value: str, ribbon: tuple | None, *
         ax.axhline(0, color="grey", lw=0.8)
 
 
-def write_scaling(scores: pd.DataFrame, turns: pd.DataFrame,
-                  out_dir: str | Path) -> dict[str, list]:
+def write_scaling(scores: pd.DataFrame, turns: pd.DataFrame, out_dir: str | Path,
+                  sizes: pd.DataFrame | None = None) -> dict[str, list]:
     """Write the scaling figures to ``out_dir`` (name -> [png, pdf]); the crossover table is
-    one of the paper's tables (``tables.paper_tables``)."""
+    one of the paper's tables (``tables.paper_tables``).
+
+    Args:
+        sizes: ``data.memory_sizes`` of the same results: ``memory_size_vs_span`` is drawn when
+            some run recorded its memory size (runs from before it was recorded have none).
+    """
     comparisons = paired.accuracy_comparisons(scores)
     figures = {"accuracy_vs_span": plot_accuracy_vs_span(comparisons),
                "recall_vs_span": plot_recall_vs_span(turns),
                "cost_vs_span": plot_cost_vs_span(turns)}
+    if sizes is not None and not sizes.empty:
+        figures["memory_size_vs_span"] = plot_memory_size_vs_span(sizes)
     return {name: save(fig, name, out_dir) for name, fig in figures.items()}

@@ -18,13 +18,14 @@ import re
 import warnings
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 from pydantic import Field
 
 from memlab.asyncloop import LoopThread
 from memlab.errors import MissingDependencyError
-from memlab.memory.base import Exchange, MemoryItem, format_time
+from memlab.memory.base import Exchange, MemoryItem, MemorySize, format_time
 from memlab.memory.peers.common import PeerConfig, PeerMemory
 
 GRAPHITI_VERSION = "0.31.2"
@@ -167,6 +168,19 @@ class GraphitiMemory(PeerMemory):
                 return None
             counts[name] = int(rows[0]["total"]) if rows else 0
         return counts
+
+    def size(self, timeout: float = 30.0) -> MemorySize | None:
+        """The facts of this scope's graph (what recall searches; its entities and episodes
+        are never shown), each as recall shows it, with when it held: one Kuzu query, no
+        model call. None when the loop is still busy with an add after ``timeout`` seconds."""
+        try:
+            rows, _, _ = self.loop.run(self.driver.execute_query(
+                "MATCH (n:RelatesToNode_) WHERE n.group_id = $gid "
+                "RETURN n.fact AS fact, n.valid_at AS valid_at, n.invalid_at AS invalid_at",
+                gid=self.group), timeout)
+        except FutureTimeout:
+            return None
+        return MemorySize.of(fact_text(SimpleNamespace(**row)) for row in rows)
 
     def stats(self) -> dict[str, Any]:
         return {**super().stats(), "graph": self.graph_counts()}

@@ -15,10 +15,11 @@ from typing import Any
 
 from pydantic import Field
 
-from memlab.memory.base import Exchange, MemoryItem
+from memlab.memory.base import Exchange, MemoryItem, MemorySize
 from memlab.memory.peers.common import PeerConfig, PeerMemory
 
 LANGMEM_VERSION = "0.0.30"
+LISTING_PAGE = 1000  # memories listed per store call when counting them
 
 
 class LangMemConfig(PeerConfig):
@@ -61,6 +62,14 @@ class LangMemMemory(PeerMemory):
         return [MemoryItem(id=f"langmem:{hit.key}", kind="memory", text=memory_text(hit.value),
                            score=hit.score)
                 for hit in self.store.search(self.namespace, query=query, limit=k)]
+
+    def size(self) -> MemorySize:
+        """Every memory in this user's namespace of the LangGraph store, each with its text
+        as recall shows it: the store's listing (a search without a query embeds nothing)."""
+        texts: list[str] = []
+        while page := self.store.search(self.namespace, limit=LISTING_PAGE, offset=len(texts)):
+            texts += [memory_text(hit.value) for hit in page]
+        return MemorySize.of(texts)
 
 
 def memory_text(value: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from memlab.errors import ConfigError
 from memlab.llm.structured import MEMORY_MAX_CHARS, MEMORY_MAX_ITEMS, prompt_schema
-from memlab.memory.base import Exchange, MemoryItem
+from memlab.memory.base import Exchange, MemoryItem, MemorySize
 from memlab.memory.peers.common import PeerConfig, PeerMemory
 
 MEM0_VERSION = "2.2.1"
@@ -110,6 +110,17 @@ class Mem0Memory(PeerMemory):
                                     score=hit.get("score"), timestamp=meta.get("observed_at"),
                                     metadata={"observed_turn": meta.get("observed_turn")}))
         return items
+
+    def size(self) -> MemorySize:
+        """Every memory mem0 keeps for this user and agent, each with its text: mem0's
+        ``get_all``, a listing of its chroma collection (no model or embedding call), asked
+        for more until it returns fewer than asked."""
+        limit = 1024
+        with self._library():
+            while len(found := self.memory.get_all(filters=dict(self.owner),
+                                                   top_k=limit)["results"]) >= limit:
+                limit *= 4
+        return MemorySize.of(hit["memory"] for hit in found)
 
     def close(self) -> None:
         vector_store = getattr(self.memory, "vector_store", None)
