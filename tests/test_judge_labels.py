@@ -1,5 +1,6 @@
 """Judges measured against hand labels: agreement, false accepts and rejects with Wilson
-intervals, the judges' disagreement and what they accept on vanilla (issue 44 item 2)."""
+intervals, the judges' disagreement and what they accept on vanilla (issue 44 item 2), the
+matched verdict (a rule's, else the strict judge's) measured like the judges."""
 
 from __future__ import annotations
 
@@ -53,13 +54,16 @@ def label(test_id, condition, verdict, answer=None):
             "gold": "g", "label": verdict, "reason": "read against the gold"}
 
 
+def hand_labels(path: Path):
+    """vanilla's "strength" is WRONG for the necklace, oracle's answer CORRECT for it and WRONG
+    for the dogs and the race."""
+    return read_labels(write_labels(path, [
+        label("conv-a:q0", "vanilla", "WRONG"), label("conv-a:q0", "oracle", "CORRECT"),
+        label("conv-a:q2", "oracle", "WRONG"), label("conv-a:q1", "oracle", "WRONG")]))
+
+
 def test_agreement_false_accepts_and_rejects_match_hand_counts(questions, tmp_path):
-    # the hand labels: vanilla's "strength" is WRONG for the necklace, oracle's answer CORRECT
-    # for it and WRONG for the dogs and the race
-    rows = [label("conv-a:q0", "vanilla", "WRONG"), label("conv-a:q0", "oracle", "CORRECT"),
-            label("conv-a:q2", "oracle", "WRONG"), label("conv-a:q1", "oracle", "WRONG")]
-    labels = read_labels(write_labels(tmp_path / "labels.jsonl", rows))
-    table = judge_agreement(labels, questions).set_index("judge")
+    table = judge_agreement(hand_labels(tmp_path / "labels.jsonl"), questions).set_index("judge")
     lenient, strict = table.loc["J (Mem0, lenient)"], table.loc["J strict"]
     # Mem0's J accepts all four (each names "strength"): right on 1 of 4, 3 false accepts of 3
     assert (lenient["agreement"], lenient["agreement_n"]) == (0.25, 4)
@@ -75,6 +79,21 @@ def test_agreement_false_accepts_and_rejects_match_hand_counts(questions, tmp_pa
     # on vanilla (7 answered questions, all "strength"), Mem0's J accepts every one
     assert (lenient["vanilla_accepted"], lenient["vanilla_accepted_n"]) == (1.0, 7)
     assert strict["vanilla_accepted"] == 0.0
+
+
+def test_the_matched_judge_is_measured_against_the_labels_like_the_others(questions, tmp_path):
+    table = judge_agreement(hand_labels(tmp_path / "labels.jsonl"), questions).set_index("judge")
+    matched = table.loc["J matched (rule, else strict)"]
+    # the rule decides the necklace (the oracle's answer holds every gold word: CORRECT) and the
+    # race (the gold is a Saturday before 27 June 2023, the answer names no date: WRONG, where
+    # the strict judge said CORRECT); vanilla's "strength" and the dogs' "2" fall to the strict
+    # judge (WRONG, CORRECT): right on 3 of 4, the dogs a false accept
+    assert (matched["agreement"], matched["agreement_n"]) == (0.75, 4)
+    assert (matched["false_accept"], matched["false_accept_n"]) == (1 / 3, 3)
+    assert (matched["false_reject"], matched["false_reject_n"]) == (0.0, 1)
+    assert (matched["vanilla_accepted"], matched["vanilla_accepted_n"]) == (0.0, 7)
+    by = questions.set_index(["condition", "test_id"])["j_matched"]
+    assert by[("oracle", "conv-a:q1")] == 0.0 and by[("oracle", "conv-a:q2")] == 1.0
 
 
 def test_disagreement_is_the_share_where_the_judges_differ(questions):

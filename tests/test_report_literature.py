@@ -19,7 +19,8 @@ from memlab.report import literature
 DATA = Path(__file__).parent / "suites_data"
 LOCOMO, LONGMEMEVAL = DATA / "locomo_mini.json", DATA / "longmemeval_mini.json"
 # what each condition answers, and the judges' rules: Mem0's J is CORRECT when the answer names
-# "strength", the strict judge only when it names all three of "love, faith and strength"
+# "strength", the strict judge only when it names all three of "love, faith and strength"; the
+# matched verdict is the rule's where one decides (judge_match), else the strict judge's
 ANSWERS = {"oracle": "love, faith and strength", "vanilla": "no idea",
            "full_context": "strength"}
 
@@ -161,17 +162,21 @@ def test_longmemeval_table_reports_type_task_average_and_abstention(results):
 def test_write_literature_writes_tables_and_figure(results, tmp_path):
     written = literature.write_literature(results, tmp_path)
     assert set(written) == {"locomo_table", "locomo_paired", "locomo_paired_j_strict",
-                            "locomo_paired_f1", "locomo_figure", "longmemeval_table",
-                            "longmemeval_paired", "longmemeval_figure"}
+                            "locomo_paired_j_matched", "locomo_paired_f1", "locomo_figure",
+                            "longmemeval_table", "longmemeval_paired", "longmemeval_figure"}
     assert all(path.exists() and path.stat().st_size > 0 for paths in written.values()
                for path in paths)
     numbers = pd.read_csv(tmp_path / "tables" / "locomo_table.csv")
-    assert {"J", "J_low", "J_high", "J_strict", "J_strict_low", "F1", "B1", "evidence_recall",
-            "evidence_n", "tokens", "search_p95_s", "total_p95_s"} <= set(numbers.columns)
+    assert {"J", "J_low", "J_high", "J_strict", "J_strict_low", "J_matched", "J_matched_high",
+            "F1", "B1", "evidence_recall", "evidence_n", "tokens", "search_p95_s",
+            "total_p95_s"} <= set(numbers.columns)
     shown = (tmp_path / "tables" / "locomo_table.md").read_text()
-    assert "J 95% CI" in shown and "J_strict 95% CI" in shown
+    assert "J 95% CI" in shown and "J_strict 95% CI" in shown and "J_matched 95% CI" in shown
     assert "evidence_recall 95% CI" in shown
     assert "J_strict" not in (tmp_path / "tables" / "longmemeval_table.md").read_text()
+    # LongMemEval has no matched verdict: no empty J_matched columns in its numbers either
+    longmemeval = pd.read_csv(tmp_path / "tables" / "longmemeval_table.csv")
+    assert not any(c.startswith("J_matched") for c in longmemeval.columns)
 
 
 def test_the_strict_judge_is_a_column_beside_mem0s_j(results):
@@ -192,6 +197,48 @@ def test_the_strict_judge_is_a_column_beside_mem0s_j(results):
     paired = literature.paired_comparisons(questions, "full_context", measure="j_strict")
     oracle = paired.set_index("condition").loc["oracle"]
     assert (oracle["condition_only"], oracle["reference_only"]) == (7, 0)
+
+
+def test_the_matched_verdict_is_a_column_and_a_paired_measure(results):
+    questions = literature.questions_frame(results, "locomo")
+    oracle = questions[questions["condition"] == "oracle"].set_index("test_id")
+    # the race's gold is "The Saturday before 27 June 2023": the rule says WRONG to an answer
+    # naming no date, where the strict judge said CORRECT; the necklace's is the rule's CORRECT
+    assert oracle.loc["conv-a:q1", ["j_strict", "j_matched"]].tolist() == [1.0, 0.0]
+    assert oracle.loc["conv-a:q0", ["j_strict", "j_matched"]].tolist() == [1.0, 1.0]
+    assert np.isnan(oracle.loc["conv-a:q4", "j_matched"])  # adversarial: declines, no judge
+    table = literature.locomo_table(questions).set_index(["condition", "group"])
+    mine = oracle[oracle["test_type"] != "adversarial"]
+    expected = stats.proportion(mine["j_matched"])
+    assert expected.estimate == pytest.approx(6 / 7)
+    assert table.loc[("oracle", "overall"), ["J_matched", "J_matched_low", "J_matched_high"]
+                     ].tolist() == pytest.approx([expected.estimate, expected.low, expected.high])
+    paired = literature.paired_comparisons(questions, "full_context", measure="j_matched")
+    pair = paired.set_index("condition").loc["oracle"]
+    assert pair["measure"] == "j_matched"
+    assert (pair["condition_only"], pair["reference_only"], pair["n"]) == (6, 0, 7)
+    test = stats.mcnemar(np.zeros(7), mine["j_matched"].to_numpy())
+    assert (pair["difference"], pair["p"]) == pytest.approx((test.estimate, test.p_value))
+
+
+def test_runs_recorded_before_the_matched_verdict_keep_their_tables(results, tmp_path):
+    """A LoCoMo run scored before j_matched existed: NaN in the questions, and its tables gain
+    no J_matched column and no paired file."""
+    import json
+    import shutil
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    for path in copy.glob("locomo-*/scores.jsonl"):
+        older = [s | {"metadata": {k: v for k, v in (s.get("metadata") or {}).items()
+                                   if not k.startswith("j_matched")}} for s in read_jsonl(path)]
+        path.write_text("".join(json.dumps(s) + "\n" for s in older))
+    assert literature.questions_frame(copy, "locomo")["j_matched"].isna().all()
+    written = literature.write_literature(copy, tmp_path / "figures")
+    assert "locomo_paired_j_matched" not in written and "locomo_paired_j_strict" in written
+    tables = tmp_path / "figures" / "tables"
+    assert not any(c.startswith("J_matched")
+                   for c in pd.read_csv(tables / "locomo_table.csv").columns)
+    assert "J_matched" not in (tables / "locomo_table.md").read_text()
 
 
 def test_a_results_folder_without_the_suite_is_refused(results):

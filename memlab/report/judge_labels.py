@@ -12,12 +12,13 @@ measures nothing, so a label whose answer differs from the run's is refused. ``l
 CORRECT when the answer states the gold fact, else WRONG; ``reason`` is one line.
 
 ``judge_agreement`` puts each judge's verdicts (``questions_frame``'s ``score``: Mem0's lenient
-J; ``j_strict``: the strict judge) beside the labels: agreement, false accepts (CORRECT for a
-WRONG answer, over the WRONG ones) and false rejects (WRONG for a CORRECT answer, over the
-CORRECT ones), and on vanilla, which has no memory, the share of answers each judge accepts
-(its false-accept rate there, up to the rare lucky guess the labels show). ``judge_disagreement``
-is the share of answers on which the two judges differ. Every rate has its n and a Wilson
-interval (``memlab.stats.proportion``).
+J; ``j_strict``: the strict judge; ``j_matched``: a rule's verdict where one decides, else the
+strict judge's, NaN in runs recorded before it) beside the labels: agreement, false accepts
+(CORRECT for a WRONG answer, over the WRONG ones) and false rejects (WRONG for a CORRECT
+answer, over the CORRECT ones), and on vanilla, which has no memory, the share of answers each
+judge accepts (its false-accept rate there, up to the rare lucky guess the labels show).
+``judge_disagreement`` is the share of answers on which the lenient and the strict judge
+differ. Every rate has its n and a Wilson interval (``memlab.stats.proportion``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from memlab import stats
 from memlab.errors import ConfigError, fields_message
 from memlab.userfiles import read_text
 
-JUDGES = {"score": "J (Mem0, lenient)", "j_strict": "J strict"}
+JUDGES = {"score": "J (Mem0, lenient)", "j_strict": "J strict",
+          "j_matched": "J matched (rule, else strict)"}
 
 
 class JudgeLabel(BaseModel):

@@ -2,7 +2,9 @@
 
 LoCoMo as Mem0 reports it: per condition and question category (single-hop, multi-hop,
 open-domain, temporal; adversarial apart), F1, BLEU-1 and Mem0's lenient judge J, with the
-strict judge's verdict beside it (``J_strict``: the answer must state the gold fact), beside what memlab
+strict judge's verdict beside it (``J_strict``: the answer must state the gold fact) and, for
+runs that record it, the matched one (``J_matched``: a rule's verdict where one decides, else
+the strict judge's; ``judges.matched_verdict``), beside what memlab
 adds to their table: evidence recall, prompt tokens per question and p50/p95 latency of the
 memory search and of the whole answer. LongMemEval as its paper reports it: judged accuracy by
 question type, task-averaged and overall accuracy and abstention accuracy.
@@ -31,8 +33,9 @@ LONGMEMEVAL_ORDER = ("single-session-user", "single-session-assistant",
                      "single-session-preference", "multi-session", "knowledge-update",
                      "temporal-reasoning", "overall", "task-averaged", "abstention")
 QUESTION_COLUMNS = ["condition", "run_id", "test_id", "test_type", "answered", "score",
-                    "j_strict", "f1", "bleu1", "reply", "reached", "evidence", "prompt_tokens", "search_s", "total_s",
-                    "abstention"]
+                    "j_strict", "j_matched", "f1", "bleu1", "reply", "reached", "evidence",
+                    "prompt_tokens", "search_s", "total_s", "abstention"]
+VERDICTS = ("j_strict", "j_matched")  # LoCoMo's 0/1 verdicts beside ``score`` (Mem0's J)
 
 
 def questions_frame(results_dir: str | Path, suite: str) -> pd.DataFrame:
@@ -40,7 +43,8 @@ def questions_frame(results_dir: str | Path, suite: str) -> pd.DataFrame:
 
     Columns: condition, run_id, test_id, test_type (category / question type), answered, score
     (``verdict``: J, accuracy, or declined; NaN when not judged), j_strict (LoCoMo's strict
-    judge; NaN without one), f1, bleu1 (LoCoMo), reply (the answer as given), reached
+    judge; NaN without one), j_matched (LoCoMo's matched verdict; NaN without one, as in runs
+    recorded before it), f1, bleu1 (LoCoMo), reply (the answer as given), reached
     and evidence
     (evidence turns reached / named), prompt_tokens, search_s (memory recall) and total_s
     (recall + answer; NaN when the answer came from the response cache: its time is a lookup,
@@ -59,8 +63,8 @@ def questions_frame(results_dir: str | Path, suite: str) -> pd.DataFrame:
         "condition": rows["condition"], "run_id": rows["run_id"], "test_id": rows["test_id"],
         "test_type": rows["test_type"], "answered": rows["answered"].fillna(True).astype(bool),
         "score": meta.map(verdict).astype(float),
-        "j_strict": meta.map(lambda m: np.nan if m.get("j_strict") is None
-                             else float(bool(m["j_strict"]))),
+        "j_strict": meta.map(lambda m: _outcome(m, "j_strict")),
+        "j_matched": meta.map(lambda m: _outcome(m, "j_matched")),
         "f1": meta.map(lambda m: m.get("f1")), "reply": rows["reply"],
         "bleu1": meta.map(lambda m: m.get("bleu1")),
         "reached": records.map(lambda r: sum(bool(x.get("reached")) for x in r)),
@@ -70,6 +74,11 @@ def questions_frame(results_dir: str | Path, suite: str) -> pd.DataFrame:
                     ).where(~rows["cached"].fillna(False).astype(bool)),
         "abstention": meta.map(lambda m: bool(m.get("abstention", False)))})
     return data.order_conditions(out[QUESTION_COLUMNS])
+
+
+def _outcome(metadata: dict, key: str) -> float:
+    """The 0/1 verdict ``key`` of a question's score metadata; NaN when it has none."""
+    return np.nan if metadata.get(key) is None else float(bool(metadata[key]))
 
 
 def verdict(metadata: dict) -> float:
@@ -84,12 +93,14 @@ def _cell(rows: pd.DataFrame) -> dict:
     answered = rows[rows["answered"]]
     score = stats.proportion(answered["score"])
     strict = stats.proportion(answered["j_strict"])
+    matched = stats.proportion(answered["j_matched"])
     recall = stats.proportion_ci(int(rows["reached"].sum()), int(rows["evidence"].sum()))
     f1 = stats.mean_ci(answered["f1"].dropna().astype(float), bounds=(0, 1))
     b1 = stats.mean_ci(answered["bleu1"].dropna().astype(float), bounds=(0, 1))
     tokens = stats.mean_ci(rows["prompt_tokens"])  # an unanswered prompt is counted too
     cell = {"n": len(answered), "questions": len(rows)}
-    for name, value in (("J", score), ("J_strict", strict), ("F1", f1), ("B1", b1), ("evidence_recall", recall),
+    for name, value in (("J", score), ("J_strict", strict), ("J_matched", matched),
+                        ("F1", f1), ("B1", b1), ("evidence_recall", recall),
                         ("tokens", tokens)):
         cell |= {name: value.estimate, f"{name}_low": value.low, f"{name}_high": value.high}
     cell["evidence_n"] = recall.n
@@ -110,13 +121,16 @@ def _table(questions: pd.DataFrame, groups: dict[str, pd.Series], order: tuple) 
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
+    if frame["J_matched"].isna().all():  # no run records it (LongMemEval, older LoCoMo runs)
+        frame = frame.drop(columns=["J_matched", "J_matched_low", "J_matched_high"])
     frame["group"] = pd.Categorical(frame["group"], categories=order, ordered=True)
     return data.order_conditions(frame).sort_values(["condition", "group"]).reset_index(drop=True)
 
 
 def locomo_table(questions: pd.DataFrame) -> pd.DataFrame:
     """Per condition and category (``group``; ``overall`` = categories 1-4, Mem0's headline):
-    n answered, J (Mem0's lenient judge), J_strict (the strict one), F1, B1 (each with
+    n answered, J (Mem0's lenient judge), J_strict (the strict one), J_matched (the matched
+    verdict; only when a run records it), F1, B1 (each with
     ``_low``/``_high``), evidence recall (its n in
     ``evidence_n``), prompt tokens and memory-search p50/p95 seconds (every question: an
     evidence-only prompt is built and counted too), total p50/p95 seconds (answered ones
@@ -152,12 +166,13 @@ def paired_comparisons(questions: pd.DataFrame, reference: str = "full_context",
     """Each condition against ``reference`` on the questions both answered (adversarial
     questions left out): difference (``second - first`` = condition - reference) with its
     interval and p, Holm-corrected over the conditions. ``measure``: ``score`` (J or accuracy)
-    or ``j_strict`` (LoCoMo's strict judge; both 0/1: Newcombe's interval, exact McNemar) or ``f1`` / ``bleu1`` (LoCoMo, fractional:
+    or ``j_strict`` / ``j_matched`` (LoCoMo's strict judge, its matched verdict; all three 0/1:
+    Newcombe's interval, exact McNemar) or ``f1`` / ``bleu1`` (LoCoMo, fractional:
     paired bootstrap, sign-flip test); ``condition_only`` / ``reference_only`` count the
-    questions only one side got right (``score`` only)."""
-    if measure not in ("score", "j_strict", "f1", "bleu1"):
+    questions only one side got right (the 0/1 measures only)."""
+    if measure not in ("score", *VERDICTS, "f1", "bleu1"):
         raise ConfigError(f"paired comparisons: measure {measure!r} is not score, j_strict, "
-                          "f1 or bleu1")
+                          "j_matched, f1 or bleu1")
     scored = questions[questions["answered"] & (questions["test_type"] != "adversarial")]
     if group is not None:
         scored = scored[scored["test_type"] == group]
@@ -168,7 +183,7 @@ def paired_comparisons(questions: pd.DataFrame, reference: str = "full_context",
     rows = []
     for condition in [c for c in wide.columns if c != reference]:
         pair = wide[[reference, condition]].dropna()
-        if measure in ("score", "j_strict"):
+        if measure in ("score", *VERDICTS):
             test = stats.mcnemar(pair[reference], pair[condition])
             only = {"condition_only": test.second_only, "reference_only": test.first_only}
         else:
@@ -191,8 +206,9 @@ def reference_condition(questions: pd.DataFrame,
     return next((c for c in preferred if c in answered), None)
 
 
-def display(table: pd.DataFrame, percent: tuple[str, ...] = ("J", "J_strict", "F1", "B1",
-                                                              "evidence_recall")) -> pd.DataFrame:
+def display(table: pd.DataFrame,
+            percent: tuple[str, ...] = ("J", "J_strict", "J_matched", "F1", "B1",
+                                        "evidence_recall")) -> pd.DataFrame:
     """The table as the paper prints it: percentages with ``low-high`` intervals, tokens and
     latencies rounded."""
     out = table[["condition", "group", "n"]].copy()
@@ -273,7 +289,7 @@ def write_literature(results_dir: str | Path, out_dir: str | Path = "figures") -
                 paired_comparisons(questions, reference), f"{suite}_paired",
                 Path(out_dir) / "tables")
             if suite == "locomo":  # F1 separates conditions where a lenient judge does not
-                for measure in ("j_strict", "f1"):
+                for measure in (*VERDICTS, "f1"):
                     if questions[measure].notna().any():
                         written[f"{suite}_paired_{measure}"] = tables.write_table(
                             paired_comparisons(questions, reference, measure=measure),

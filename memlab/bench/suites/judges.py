@@ -6,7 +6,11 @@
 - ``strict_judge``: memlab's strict LoCoMo judge, asked beside Mem0's on every answer: CORRECT
   only when the answer states the gold answer's fact (the same thing, the same date), its
   verdict constrained to the same JSON as Mem0's;
-- ``judge_answer``: the answer as both LoCoMo judges see it (a leading "Answer:" label and a
+- ``matched_verdict``: the "matched" verdict on a LoCoMo answer, with no call of its own: the
+  rule's (``judge_match.match_verdict``: absolute dates, dates just before an anchor, short
+  facts) where a rule decides, else the strict judge's; it says which decided ("rule" or
+  "judge");
+- ``judge_answer``: the answer as the LoCoMo judges see it (a leading "Answer:" label and a
   time of day before a date dropped: gold answers never carry one);
 - ``longmemeval_judge``: LongMemEval's per-question-type prompts (``get_anscheck_prompt`` in
   ``src/evaluation/evaluate_qa.py`` of xiaowu0162/LongMemEval) word for word, the abstention
@@ -25,6 +29,8 @@ import re
 from typing import Any
 
 from pydantic import BaseModel
+
+from memlab.bench.suites.judge_match import match_verdict
 
 MEM0_PROMPT = "\n".join([  # Mem0's prompt verbatim, trailing spaces included
     "",
@@ -139,6 +145,13 @@ def strict_judge(client: Any, question: str, gold: str, answer: str) -> Verdict:
     reply = client.complete([{"role": "user", "content": prompt}], max_tokens=32,
                             json_schema=MEM0_SCHEMA).text
     return Verdict(correct=mem0_label(reply) == "CORRECT", raw=reply, model=client.model)
+
+
+def matched_verdict(gold: str, answer: str, strict: bool) -> tuple[bool, str]:
+    """The matched verdict on ``answer``: the rule's where one decides (``match_verdict``),
+    else ``strict``, the strict judge's; with "rule" or "judge", whichever decided."""
+    ruled = match_verdict(gold, answer)
+    return (strict, "judge") if ruled is None else (ruled, "rule")
 
 
 def judge_answer(reply: str) -> str:

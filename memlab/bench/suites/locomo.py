@@ -23,7 +23,9 @@ words; temporal questions add its "Use DATE of CONVERSATION" line); an adversari
 (category 5) is LoCoMo's two-option choice between "Not mentioned in the conversation" and the
 answer it baits, and scores 1 when the model declines. Scores: LoCoMo's F1, BLEU-1 and two
 judges side by side on every answer, Mem0's lenient J and a strict one (``locomo_metrics``,
-``judges``); ``TestScore.score`` is Mem0's J (F1 with ``judge=False``).
+``judges``), and a third verdict from them with no call of its own, J matched (a rule's where
+one decides, else the strict judge's: ``judges.matched_verdict``); ``TestScore.score`` is
+Mem0's J (F1 with ``judge=False``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any
 from memlab.bench.base import Evidence, Response, SuiteEvent, TestScore
 from memlab.bench.evidence import carries
 from memlab.bench.schedule import TokenCounter, estimate_tokens
-from memlab.bench.suites.judges import judge_answer, mem0_judge, strict_judge
+from memlab.bench.suites.judges import judge_answer, matched_verdict, mem0_judge, strict_judge
 from memlab.bench.suites.locomo_data import (
     Conversation,
     LoCoMoQuestion,
@@ -195,7 +197,8 @@ class LoCoMoSuite(PublishedSuite):
         reasons = [f"F1 {f1:.3f}, BLEU-1 {b1:.3f}"]
         if self.judge is not None:
             reasons.append(", ".join(f"{name}: {'CORRECT' if verdicts[key] else 'WRONG'}"
-                                     for name, key in (("J", "j"), ("J strict", "j_strict")))
+                                     for name, key in (("J", "j"), ("J strict", "j_strict"),
+                                                       ("J matched", "j_matched")))
                            + ("" if reply else " (no answer)"))
         lenient = verdicts["j"]
         return TestScore(
@@ -206,19 +209,22 @@ class LoCoMoSuite(PublishedSuite):
                       "judge_model": self.judge_model})
 
     def _judged(self, question: str, gold: str, reply: str) -> dict[str, Any]:
-        """Both judges' verdicts and raw replies on the normalised answer (``judge_answer``);
-        an empty answer is WRONG for both without a call; None without a judge."""
+        """Both judges' verdicts and raw replies on the normalised answer (``judge_answer``),
+        and the matched verdict with who decided it (``matched_verdict``); an empty answer is
+        WRONG for all three without a call; None without a judge."""
         if self.judge is None:
-            return {"j": None, "j_strict": None, "judge_raw": None, "judge_strict_raw": None,
-                    "judged_answer": None}
+            return {"j": None, "j_strict": None, "j_matched": None, "j_matched_by": None,
+                    "judge_raw": None, "judge_strict_raw": None, "judged_answer": None}
         judged = judge_answer(reply)
         if not judged:
-            return {"j": False, "j_strict": False, "judge_raw": "", "judge_strict_raw": "",
-                    "judged_answer": ""}
+            return {"j": False, "j_strict": False, "j_matched": False, "j_matched_by": "rule",
+                    "judge_raw": "", "judge_strict_raw": "", "judged_answer": ""}
         lenient = mem0_judge(self.judge, question, gold, judged)
         strict = strict_judge(self.judge, question, gold, judged)
-        return {"j": lenient.correct, "j_strict": strict.correct, "judge_raw": lenient.raw,
-                "judge_strict_raw": strict.raw, "judged_answer": judged}
+        matched, by = matched_verdict(gold, judged, strict.correct)
+        return {"j": lenient.correct, "j_strict": strict.correct, "j_matched": matched,
+                "j_matched_by": by, "judge_raw": lenient.raw, "judge_strict_raw": strict.raw,
+                "judged_answer": judged}
 
     def _score_adversarial(self, event: SuiteEvent, response: Response) -> TestScore:
         options = event.options or []

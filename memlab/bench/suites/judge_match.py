@@ -1,0 +1,112 @@
+"""A verdict without a model where the gold answer allows one: LoCoMo's absolute dates and
+short facts.
+
+The 1.5B judge rejects right dates ("21 June 2023" for gold "June 2023") and accepts wrong ones
+(docs/suites.md, "Measuring the judges against hand labels"). Many LoCoMo gold answers can be
+checked by rule, as a person labelling them does:
+
+- an absolute date (a year, a month and year, a day and month): the answer's first date must
+  agree at the gold's granularity: the same year where both give one, the same month where the
+  gold gives one, the same day where the gold gives one ("27 May 2023" is right for "May, 2023",
+  "28 August" wrong for "27 August 2023", "8 May 2023" wrong for "2022"); an answer with no
+  date is wrong;
+- any other gold: right when the answer holds every content word of it (stop words aside,
+  numbers as digits, ordinals without their suffix).
+
+- a date a week, a weekend or a named day before an anchor ("the week before 9 June 2023",
+  "two weekends before 17 July 2023"): a date in the two weeks before the anchor is right, the
+  anchor itself wrong (the model copies the session date the gold counts back from).
+
+``match_verdict`` returns None where no rule decides: another relative date ("since 2016", "a
+few years ago"), or a gold whose words the answer does not all hold (a paraphrase, an
+inference, a wrong answer). The strict judge then decides (``judges.matched_verdict``).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+
+_MONTH_NAMES = ["january", "february", "march", "april", "may", "june", "july", "august",
+                "september", "october", "november", "december"]
+MONTHS = {name: i + 1 for i, name in enumerate(_MONTH_NAMES)}
+MONTHS |= {name[:3]: i + 1 for i, name in enumerate(_MONTH_NAMES)} | {"sept": 9}
+# words that make a date relative to another, or a period rather than a date: no rule decides
+RELATIVE = re.compile(
+    r"\b(before|after|since|ago|week|weeks|weekend|weekends|last|next|during|between|around|"
+    r"about|early|late|mid|end|beginning|start|same|day|days|month|months|year|years|summer|"
+    r"winter|spring|fall|autumn)\b")
+STOP_WORDS = frozenset(
+    "a an the of to in on at and or for with by from is was were be his her their my your its "
+    "it he she they i you we that this as".split())
+# "the week before 9 June 2023", "two weekends before", "the Friday before", "the sunday before"
+_BEFORE = re.compile(r"\b(week|weekend|weekends|monday|tuesday|wednesday|thursday|friday|"
+                     r"saturday|sunday|day)\s+before\b")
+_ORDINAL = re.compile(r"(\d+)(st|nd|rd|th)\b")
+_WORD = re.compile(r"[a-z]+|\d+")
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words and numbers of ``text``, ordinals without their suffix ("7th" -> 7)."""
+    return _WORD.findall(_ORDINAL.sub(r"\1", text.lower()))
+
+
+def date_of(text: str) -> tuple[int | None, int | None, int | None] | None:
+    """(day, month, year) of the first date in ``text``, each None when it is not given; None
+    when the text names no month and no year."""
+    tokens = words(text)
+    day = month = year = None
+    for i, token in enumerate(tokens):
+        if token in MONTHS and month is None:
+            month = MONTHS[token]
+            for j in (i - 1, i + 1):  # "7 May" or "May 7"
+                near = tokens[j] if 0 <= j < len(tokens) else ""
+                if day is None and near.isdigit() and len(near) <= 2 and 1 <= int(near) <= 31:
+                    day = int(near)
+        elif year is None and token.isdigit() and len(token) == 4 and 1900 <= int(token) <= 2100:
+            year = int(token)
+    return None if month is None and year is None else (day, month, year)
+
+
+def match_verdict(gold: str, answer: str) -> bool | None:
+    """True or False where a rule decides (see the module docstring), else None."""
+    gold_date = date_of(gold)
+    if gold_date is not None:
+        before = _BEFORE.search(gold.lower())
+        if before:
+            return _just_before(gold_date, date_of(answer))
+        return None if RELATIVE.search(gold.lower()) else _same_date(gold_date, date_of(answer))
+    content = [w for w in words(gold) if w not in STOP_WORDS]
+    if content and set(content) <= set(words(answer)):
+        return True
+    return None
+
+
+def _just_before(anchor: tuple[int | None, int | None, int | None],
+                 answer: tuple[int | None, int | None, int | None] | None) -> bool | None:
+    """A gold "the week / weekend / Friday / two weekends before 9 June 2023": a date in the
+    two weeks before the anchor day is right, the anchor itself or another date wrong; None
+    when the anchor has no day."""
+    day, month, year = anchor
+    if day is None or month is None:
+        return None
+    if answer is None or answer[0] is None or answer[1] is None:
+        return False
+    try:
+        end = date(year or 2000, month, day)
+        said = date(answer[2] or end.year, answer[1], answer[0])
+    except ValueError:
+        return False
+    return timedelta(days=1) <= end - said <= timedelta(days=14)
+
+
+def _same_date(gold: tuple[int | None, int | None, int | None],
+               answer: tuple[int | None, int | None, int | None] | None) -> bool:
+    if answer is None:
+        return False
+    (gold_day, gold_month, gold_year), (day, month, year) = gold, answer
+    if gold_year is not None and year is not None and year != gold_year:
+        return False
+    if gold_month is None:
+        return year is not None  # a year asked: the answer must give one (the same, above)
+    return month == gold_month and (gold_day is None or day == gold_day)

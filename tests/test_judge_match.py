@@ -1,0 +1,60 @@
+"""The rule verdict on LoCoMo answers (``judge_match``): dates at the gold's granularity, short
+facts by their content words, and no verdict where no rule decides."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlab.bench.suites.judge_match import date_of, match_verdict
+
+
+@pytest.mark.parametrize(("gold", "answer", "verdict"), [
+    ("May, 2023", "27 May 2023", True),            # inside the gold's month
+    ("June 2023", "19 June", True),                # the year is the conversation's
+    ("January, 2023", "20 January 2023", True),
+    ("27 August 2023", "28 August", False),        # another day
+    ("24 April, 2023", "25 April 2023", False),
+    ("13 August", "August 14, 2023", False),
+    ("2022", "8 May 2023", False),                 # another year
+    ("2022", "in May", False),                     # a year asked, none given
+    ("May, 2023", "23 July", False),               # another month
+    ("7 May 2023", "May 7th", True),               # another format
+    ("7 May 2023", "I don't know", False),         # no date at all
+])
+def test_absolute_dates_are_judged_at_the_golds_granularity(gold, answer, verdict):
+    assert match_verdict(gold, answer) is verdict
+
+
+@pytest.mark.parametrize(("gold", "answer"), [
+    ("Since 2016", "Seven years"),
+    ("A few years ago", "8 February 2023"),
+])
+def test_relative_dates_are_left_to_the_judge(gold, answer):
+    assert match_verdict(gold, answer) is None
+
+
+@pytest.mark.parametrize(("gold", "answer", "verdict"), [
+    ("The week before 9 June 2023", "9 June 2023", False),     # the anchor itself
+    ("The week before 9 June 2023", "3 June 2023", True),
+    ("two weekends before 17 July 2023", "July 17", False),
+    ("two weekends before 17 July 2023", "8 July", True),
+    ("The Friday before 14 August 2023", "August 15", False),  # after the anchor
+    ("The sunday before 25 May 2023", "in May", False),        # no day
+])
+def test_a_date_just_before_an_anchor_is_right_and_the_anchor_wrong(gold, answer, verdict):
+    assert match_verdict(gold, answer) is verdict
+
+
+def test_a_fact_is_right_when_the_answer_holds_every_content_word_else_undecided():
+    assert match_verdict("Paris, Rome", "Rome and Paris") is True
+    assert match_verdict("for his business", "He closed it for the business.") is True
+    assert match_verdict("dinosaurs, nature", "The kids love nature.") is None
+    assert match_verdict("guinea pig", "Oscar") is None
+    assert match_verdict("3", "Two") is None
+
+
+def test_date_of_reads_day_month_year_in_either_order():
+    assert date_of("1:56 pm on 8 May, 2023") == (8, 5, 2023)
+    assert date_of("Sept 3rd") == (3, 9, None)
+    assert date_of("2021") == (None, None, 2021)
+    assert date_of("seven dogs") is None
