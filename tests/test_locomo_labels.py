@@ -1,0 +1,43 @@
+"""The committed hand labels (issue 44 item 2): at least 200, across conditions and
+categories, each the label of an answer the committed records hold word for word."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memlab.report.judge_labels import read_labels
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ROOT / "data" / "locomo_labels.jsonl"
+RECORDS = ROOT / "records" / "locomo-labels"
+
+
+def recorded_replies() -> dict[tuple[str, str], tuple[str, int]]:
+    """(condition, test_id) -> (reply, category) of every answered question in the records."""
+    out = {}
+    for cell in sorted(RECORDS.glob("locomo-*")):
+        condition = json.loads((cell / "manifest.json").read_text())["condition"]
+        for line in (cell / "turns.jsonl").read_text().splitlines():
+            turn = json.loads(line)
+            if turn.get("kind") == "question" and turn.get("answered"):
+                out[(condition, turn["test_id"])] = (turn["reply"], turn["metadata"]["category"])
+    return out
+
+
+def test_every_label_is_of_an_answer_the_records_hold_word_for_word():
+    labels = read_labels(LABELS)
+    replies = recorded_replies()
+    assert len(labels) >= 200 and len(labels) == len(replies)
+    for row in labels.itertuples():
+        assert replies[(row.condition, row.test_id)][0] == row.answer, row.test_id
+
+
+def test_the_labels_span_conditions_categories_and_both_verdicts():
+    labels = read_labels(LABELS)
+    replies = recorded_replies()
+    categories = {replies[(r.condition, r.test_id)][1] for r in labels.itertuples()}
+    assert categories == {1, 2, 3, 4}
+    assert set(labels["condition"]) == {"oracle", "vanilla", "rag"}
+    counts = labels.groupby("condition")["label"].value_counts().unstack()
+    assert (counts > 0).all().all()  # every condition has CORRECT and WRONG answers
