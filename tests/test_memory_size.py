@@ -9,6 +9,7 @@ Each condition is asked, through its config, to recall everything it holds, so t
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -258,6 +259,7 @@ class UncountableRag(RagMemory):
 
 
 def test_a_count_that_fails_leaves_the_size_out_and_the_run_complete(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG, logger="memlab")
     from test_runner import TinySuite, fake_reply, tiny_spec
 
     def factory(condition, *, llm, embedder, workdir, scope, memory_llm=None, namespace=None):

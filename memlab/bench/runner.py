@@ -636,13 +636,14 @@ def strip_timing(record: dict[str, Any]) -> dict[str, Any]:
 
 def _size_of(memory: MemorySystem) -> dict[str, int] | None:
     """``memory.size()`` as the manifest records it; None when the memory keeps nothing
-    countable or counting it failed (logged: a measurement taken at close must not fail a run
-    that has answered every question, nor hide the error that stopped a failing one)."""
+    countable or counting it failed (logged at debug level: a measurement taken at close must
+    not fail a run that has answered every question, nor add a line to the one that names the
+    error stopping a failing one: a store that went away fails the count too)."""
     try:
         size = memory.size()
     except Exception as exc:
-        log.warning("could not count the memory (memory_size left out): %s: %s",
-                    type(exc).__name__, exc)
+        log.debug("could not count the memory (memory_size left out): %s: %s",
+                  type(exc).__name__, exc)
         return None
     return None if size is None else size.model_dump()
 
