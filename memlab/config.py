@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     locomo_data: Path | None = Field(
         None, description="LoCoMo's locomo10.json for the locomo grid (default: "
                           "../shared/data/locomo/locomo10.json when present)")
+    locomo_labels: Path | None = Field(
+        None, description="hand labels of LoCoMo answers the paper's judges table measures "
+                          "the judges against (default: data/locomo_labels.jsonl when present)")
     require_services: bool = False
     request_timeout_s: float = Field(
         60.0, gt=0, description="deadline of one attempt of a remote model call, in seconds")

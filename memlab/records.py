@@ -170,7 +170,7 @@ def score_cell(run_dir: Path, models: _Models) -> tuple[int, int]:
 def replay(records: str | Path, out: str | Path, *, figures: bool = True) -> Replay:
     """Copy ``records`` into ``out`` (a new or empty folder), score every cell and write the
     paper's tables (and, with ``figures``, its figures) into ``out/figures``."""
-    from memlab.report import write_paper
+    from memlab.report import judge_labels, write_paper
 
     start = time.perf_counter()
     cells = record_cells(records)
@@ -184,7 +184,8 @@ def replay(records: str | Path, out: str | Path, *, figures: bool = True) -> Rep
         done.cells.append(run_dir.name)
         done.scores += scores
         done.journal_calls += judged
-    write_paper(done.runs, done.out / "figures", figures=figures)
+    write_paper(done.runs, done.out / "figures", figures=figures,
+                labels=judge_labels.default_labels())
     done.seconds = time.perf_counter() - start
     return done
 

@@ -7,13 +7,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memlab import lab, stats
 from memlab.embed.hashing import HashingEmbedder
 from memlab.errors import ConfigError
 from memlab.llm.fake import FakeLLM
-from memlab.report.judge_labels import judge_agreement, judge_disagreement, read_labels
+from memlab.report.judge_labels import (
+    judge_agreement,
+    judge_disagreement,
+    judges_shown,
+    judges_table,
+    read_labels,
+)
 from memlab.report.literature import questions_frame
 
 MINI = Path(__file__).parent / "suites_data" / "locomo_mini.json"
@@ -101,6 +108,32 @@ def test_disagreement_is_the_share_where_the_judges_differ(questions):
     assert judge_disagreement(questions, "oracle")["disagreement"] == 0.0
     overall = judge_disagreement(questions)
     assert (overall["disagreement"], overall["disagreement_n"]) == (0.5, 14)
+
+
+def test_the_judges_table_uses_the_labels_of_the_runs_answers_and_counts_them(questions,
+                                                                             tmp_path):
+    """A grid's judges table takes the labels whose answers its runs gave and leaves the others
+    (another run's answer, a question it did not answer) out of every n."""
+    labels = read_labels(write_labels(tmp_path / "l.jsonl", [
+        label("conv-a:q0", "vanilla", "WRONG"), label("conv-a:q0", "oracle", "CORRECT"),
+        label("conv-a:q2", "oracle", "WRONG", answer="an older answer"),
+        label("conv-z:q0", "oracle", "WRONG")]))
+    table = judges_table(questions, labels).set_index("judge")
+    lenient, strict = table.loc["J (Mem0, lenient)"], table.loc["J strict"]
+    assert (lenient["agreement"], lenient["agreement_n"]) == (0.5, 2)  # vanilla's a false accept
+    assert (strict["agreement"], strict["false_accept_n"], strict["false_reject_n"]) == (1.0, 1,
+                                                                                         1)
+    assert (strict["differs_from_J"], strict["differs_from_J_n"]) == (0.5, 14)
+    assert np.isnan(lenient["differs_from_J"])  # J against itself: no row of numbers
+    hand = table.loc["hand labels"]  # vanilla's one labelled answer is wrong; J differs on it
+    assert (hand["vanilla_accepted"], hand["vanilla_accepted_n"]) == (0.0, 1)
+    assert (hand["differs_from_J"], hand["differs_from_J_n"]) == (0.5, 2)
+    shown = judges_shown(table.reset_index())
+    assert list(shown.loc[shown["judge"] == "J strict", "agreement with the labels (%)"]) == [
+        "100.0"]
+    unlabelled = judges_table(questions).set_index("judge")
+    assert "agreement" not in unlabelled and "hand labels" not in unlabelled.index
+    assert unlabelled.loc["J (Mem0, lenient)", "vanilla_accepted"] == 1.0
 
 
 def test_a_label_of_another_answer_or_of_no_answered_question_is_refused(questions, tmp_path):

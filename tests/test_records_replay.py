@@ -130,3 +130,26 @@ def test_unfinished_records_and_a_used_out_folder_are_refused(records, tmp_path,
                                                      '"status": "running"'))
     status, _, err = replay(records, tmp_path / "out2", capsys)
     assert status == 2 and f"{manifest}: status 'running'" in err
+
+
+def test_the_locomo_label_cells_replay_into_their_judges_tables(tmp_path, capsys, monkeypatch):
+    """records/locomo-labels (oracle, vanilla and rag on LoCoMo conv-26 and conv-30, 210
+    answers labelled by hand in data/locomo_labels.jsonl): the replay writes LoCoMo's tables
+    (both judges, F1, the judges measured against the labels) byte for byte as committed, with
+    the verdicts answered from the cells' journals; a label edited by hand fails the check."""
+    records = REPO / "records" / "locomo-labels"
+    monkeypatch.chdir(REPO)  # the label file is found where the lab keeps it
+    status, out, err = replay(records, tmp_path / "out", capsys, "--check")
+    assert status == 0, err
+    assert "3 cells scored" in out and "0 model calls" in out and "check passed" in out
+    judges = (records / "tables" / "locomo_judges.md").read_text()
+    assert "J matched (rule, else strict)" in judges and "hand labels" in judges
+    labels = (REPO / "data" / "locomo_labels.jsonl").read_text().splitlines()
+    flipped = [line.replace('"label": "WRONG"', '"label": "CORRECT"', 1) if i == 0 else line
+               for i, line in enumerate(labels)]
+    assert flipped != labels
+    edited = tmp_path / "labels.jsonl"
+    edited.write_text("\n".join(flipped) + "\n")
+    monkeypatch.setenv("MEMLAB_LOCOMO_LABELS", str(edited))  # read afresh by each replay
+    status, _, err = replay(records, tmp_path / "again", capsys, "--check")
+    assert status == 1 and "locomo_judges" in err

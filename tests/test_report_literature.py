@@ -3,6 +3,7 @@ wrote with scripted answers and verdicts (so every number can be computed by han
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -95,7 +96,6 @@ def test_locomo_table_cells_match_hand_computation(results):
 def test_an_answer_from_the_response_cache_has_no_answer_time(results, tmp_path):
     """A re-run served from the cache looks up its answers in milliseconds: that is no answer
     latency, so its total time is left out (the memory search is still timed)."""
-    import json
     import shutil
     copy = tmp_path / "results"
     shutil.copytree(results / "locomo-full_context-4000-s0", copy / "locomo-full_context-4000-s0")
@@ -162,7 +162,8 @@ def test_longmemeval_table_reports_type_task_average_and_abstention(results):
 def test_write_literature_writes_tables_and_figure(results, tmp_path):
     written = literature.write_literature(results, tmp_path)
     assert set(written) == {"locomo_table", "locomo_paired", "locomo_paired_j_strict",
-                            "locomo_paired_j_matched", "locomo_paired_f1", "locomo_figure",
+                            "locomo_paired_j_matched", "locomo_paired_f1", "locomo_judges",
+                            "locomo_figure",
                             "longmemeval_table", "longmemeval_paired", "longmemeval_figure"}
     assert all(path.exists() and path.stat().st_size > 0 for paths in written.values()
                for path in paths)
@@ -224,7 +225,6 @@ def test_the_matched_verdict_is_a_column_and_a_paired_measure(results):
 def test_runs_recorded_before_the_matched_verdict_keep_their_tables(results, tmp_path):
     """A LoCoMo run scored before j_matched existed: NaN in the questions, and its tables gain
     no J_matched column and no paired file."""
-    import json
     import shutil
     copy = tmp_path / "results"
     shutil.copytree(results, copy)
@@ -251,3 +251,25 @@ def test_the_reference_is_a_condition_that_answered():
                               "answered": [False, True, True]})
     assert literature.reference_condition(questions) == "oracle"
     assert literature.reference_condition(questions.assign(answered=False)) is None
+
+
+def test_the_paper_writes_the_published_suites_tables_beside_its_own(results, tmp_path):
+    """``memlab paper --spec locomo`` and a replay of its records go through write_paper: the
+    LoCoMo tables (both judges, F1, the judges' table against the hand labels) are among what it
+    writes; without labels the judges' table has no agreement columns."""
+    from memlab.report import write_paper
+
+    oracle = literature.questions_frame(results, "locomo")
+    answer = oracle[(oracle["condition"] == "oracle") & (oracle["test_id"] == "conv-a:q0")]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"test_id": "conv-a:q0", "condition": "oracle",
+                                  "answer": answer["reply"].iloc[0], "gold": "g",
+                                  "label": "CORRECT", "reason": "states all three"}) + "\n")
+    written = write_paper(results, tmp_path / "figures", figures=False, labels=labels)
+    assert {"locomo_table", "locomo_paired_f1", "locomo_judges", "longmemeval_table",
+            "overview"} <= set(written["tables"])
+    judges = pd.read_csv(written["tables"]["locomo_judges"][0]).set_index("judge")
+    assert judges.loc["J strict", "agreement_n"] == 1  # the one label, matched to its answer
+    assert "J strict" in written["tables"]["locomo_judges"][2].read_text()
+    mine = write_paper(results, tmp_path / "again", figures=False)
+    assert "agreement" not in pd.read_csv(mine["tables"]["locomo_judges"][0]).columns

@@ -4,14 +4,30 @@
 every figure (PNG + PDF) into ``figures_dir`` and every table (CSV, LaTeX, markdown) into
 ``figures_dir/tables``, and the findings they support as sentences (``findings.md``,
 ``memlab.report.findings``); when the results hold a complete mem0 or LangMem run, also the peers
-figure and tables (``memlab.report.peers``; ``memlab paper --spec peers`` runs them).
+figure and tables (``memlab.report.peers``; ``memlab paper --spec peers`` runs them); when
+they hold a LoCoMo or LongMemEval run, those benchmarks' tables in their papers' style and the
+judges' table (``memlab.report.literature``; ``labels``: a hand-label file, e.g.
+``data/locomo_labels.jsonl``, whose answers the runs gave).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from memlab.report import accuracy, data, figures, findings, paired, peers, recall, summary, tables
+from memlab.report import (
+    accuracy,
+    data,
+    figures,
+    findings,
+    judge_labels,
+    literature,
+    paired,
+    peers,
+    recall,
+    style,
+    summary,
+    tables,
+)
 
 _figures = figures  # write_paper's own ``figures`` flag shadows the module
 
@@ -20,14 +36,21 @@ NO_PEERS = ("No complete mem0 or LangMem run in the results: `memlab paper --spe
 
 
 def write_paper(results_dir: str | Path, figures_dir: str | Path = "figures", *,
-                figures: bool = True) -> dict:
+                figures: bool = True, labels: str | Path | None = None) -> dict:
     """Write all figures, tables and the findings; return ``{"figures": {...}, "tables": {...},
     "findings": path}`` (a figure: [png, pdf]; a table: [csv, tex, md]; ``peers`` and
-    ``peers_paired`` only with peer runs). ``figures=False``: the tables and findings only."""
+    ``peers_paired`` only with peer runs, ``locomo_*`` / ``longmemeval_*`` only with those
+    suites' runs). ``figures=False``: the tables and findings only. ``labels``: a hand-label
+    file for the LoCoMo judges' table (``judge_labels.read_labels``)."""
     out = Path(figures_dir) / "tables"
     frames = tables.paper_tables(results_dir)
-    written_tables = tables.write_tables(results_dir, out, frames)
+    hand = judge_labels.read_labels(labels) if labels is not None else None
+    written_tables = tables.write_tables(
+        results_dir, out, frames | literature.literature_tables(results_dir, hand))
     written_figures = (_figures.write_figures(results_dir, figures_dir) if figures else {})
+    if figures:
+        written_figures |= {name: style.save(figure, name, figures_dir) for name, figure
+                            in literature.literature_figures(results_dir).items()}
     text = findings.findings_text(frames["overview"][0], frames["paired_accuracy"][0])
     (out / "findings.md").write_text(text)
     return {"figures": written_figures, "tables": written_tables,
@@ -47,5 +70,28 @@ def show_peers(written: dict) -> None:
                                                                            "peers_paired")))
 
 
-__all__ = ["accuracy", "data", "figures", "findings", "paired", "peers", "recall", "summary",
-           "tables", "show_peers", "write_paper"]
+NO_LITERATURE = ("No complete LoCoMo or LongMemEval run in the results: `memlab paper --spec "
+                 "locomo` runs LoCoMo's ten conversations (docs/suites.md), then writes this "
+                 "section.")
+
+
+def show_literature(written: dict) -> None:
+    """In a notebook: the published benchmarks' tables and figure of ``write_paper``'s
+    ``written`` (LoCoMo's per category with both judges, F1 and BLEU-1, the paired comparisons,
+    the judges' table; LongMemEval's), or one line saying how to produce them."""
+    from IPython.display import Image, Markdown, display
+
+    names = [n for n in written["tables"] if n.startswith(("locomo_", "longmemeval_"))]
+    if not names:
+        print(NO_LITERATURE)
+        return
+    for suite in ("locomo", "longmemeval"):
+        if f"{suite}_figure" in written["figures"]:
+            display(Image(written["figures"][f"{suite}_figure"][0]))
+    for name in names:
+        display(Markdown(f"**{name}**\n\n" + written["tables"][name][2].read_text()))
+
+
+__all__ = ["accuracy", "data", "figures", "findings", "judge_labels", "literature", "paired",
+           "peers", "recall", "style", "summary", "tables", "show_literature", "show_peers",
+           "write_paper"]

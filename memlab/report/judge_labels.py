@@ -31,9 +31,12 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memlab import stats
+from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, fields_message
 from memlab.userfiles import read_text
 
+# where the lab keeps its label file (relative to where memlab runs: the checkout)
+LABELS = Path("data") / "locomo_labels.jsonl"
 JUDGES = {"score": "J (Mem0, lenient)", "j_strict": "J strict",
           "j_matched": "J matched (rule, else strict)"}
 
@@ -56,6 +59,15 @@ class JudgeLabel(BaseModel):
         if "\n" in value:
             raise ValueError("must be one line")
         return value
+
+
+def default_labels(settings: Settings | None = None) -> Path | None:
+    """The label file the paper's judges table uses: ``MEMLAB_LOCOMO_LABELS`` (as given: a
+    wrong path is then named by ``read_labels``), else ``LABELS`` when present, else None."""
+    configured = (settings or get_settings()).locomo_labels
+    if configured is not None:
+        return Path(configured)
+    return LABELS if LABELS.is_file() else None
 
 
 def read_labels(path: str | Path) -> pd.DataFrame:
@@ -128,6 +140,67 @@ def judge_agreement(labels: pd.DataFrame, questions: pd.DataFrame) -> pd.DataFra
                      **_rate(said[~truth], "false_accept"), **_rate(~said[truth], "false_reject"),
                      **_rate(vanilla[column].dropna(), "vanilla_accepted")})
     return pd.DataFrame(rows)
+
+
+def matching(labels: pd.DataFrame, questions: pd.DataFrame) -> pd.DataFrame:
+    """The labels whose answer is one the runs gave, joined to its verdicts (``labelled``'s
+    rows); a label of another run's answer (another grid, another prompt) is left out, not an
+    error: a grid's table counts the labels it could use."""
+    answered = questions[questions["answered"]].assign(
+        condition=lambda f: f["condition"].astype(str))
+    joined = labels.merge(answered, on=["test_id", "condition"], how="inner")
+    same = joined["answer"].str.strip() == joined["reply"].fillna("").str.strip()
+    return joined[same].reset_index(drop=True)
+
+
+def judges_table(questions: pd.DataFrame, labels: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per judge the runs recorded: the share of vanilla's answers it accepts (its
+    false-accept rate where no memory can help), the share of answers on which it differs
+    from Mem0's lenient J (categories 1-4, every condition), and, against the ``labels`` whose
+    answers the runs gave (``matching``), agreement, false accepts and false rejects, and a
+    ``hand labels`` row: the share of vanilla's labelled answers that are right and how often
+    J differs from the labels; each rate with its n and Wilson interval (NaN where it has no
+    data)."""
+    scored = questions[questions["answered"] & (questions["test_type"] != "adversarial")]
+    vanilla = scored[scored["condition"] == "vanilla"]
+    joined = matching(labels, questions) if labels is not None else pd.DataFrame()
+    rows = []
+    for column, name in JUDGES.items():
+        if scored[column].isna().all():  # a run recorded before the judge existed
+            continue
+        row = {"judge": name, **_rate(vanilla[column].dropna(), "vanilla_accepted")}
+        if column != "score":  # J against itself differs nowhere
+            both = scored[["score", column]].dropna()
+            row |= _rate(both["score"] != both[column], "differs_from_J")
+        if len(joined):
+            said = joined[column].dropna() == 1.0
+            truth = (joined["label"] == "CORRECT").loc[said.index]
+            row |= (_rate(said == truth, "agreement") | _rate(said[~truth], "false_accept")
+                    | _rate(~said[truth], "false_reject"))
+        rows.append(row)
+    if len(joined):  # what the labels themselves say of vanilla's answers: the true accepts
+        right = (joined["label"] == "CORRECT").astype(float)
+        rows.append({"judge": "hand labels",
+                     **_rate(right[joined["condition"] == "vanilla"], "vanilla_accepted"),
+                     **_rate(joined["score"].notna() & (joined["score"] != right),
+                             "differs_from_J")})
+    return pd.DataFrame(rows)
+
+
+def judges_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """``judges_table`` as the paper prints it: each rate in %, its interval and n."""
+    out = table[["judge"]].copy()
+    for name, title in (("agreement", "agreement with the labels"),
+                        ("false_accept", "false accepts"), ("false_reject", "false rejects"),
+                        ("vanilla_accepted", "vanilla answers accepted"),
+                        ("differs_from_J", "differs from J")):
+        if name not in table:
+            continue
+        out[f"{title} (%)"] = ["--" if pd.isna(e) else f"{100 * e:.1f}" for e in table[name]]
+        out[f"{title} 95% CI"] = [stats.interval_text(100 * lo, 100 * hi) for lo, hi in
+                                  zip(table[f"{name}_low"], table[f"{name}_high"], strict=True)]
+        out[f"{title} n"] = ["--" if pd.isna(n) else str(int(n)) for n in table[f"{name}_n"]]
+    return out
 
 
 def judge_disagreement(questions: pd.DataFrame, condition: str | None = None) -> dict:

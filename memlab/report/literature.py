@@ -26,7 +26,7 @@ from matplotlib import pyplot as plt
 
 from memlab import stats
 from memlab.errors import ConfigError
-from memlab.report import data, style, tables
+from memlab.report import data, judge_labels, style, tables
 
 LOCOMO_ORDER = ("single_hop", "multi_hop", "open_domain", "temporal", "overall", "adversarial")
 LONGMEMEVAL_ORDER = ("single-session-user", "single-session-assistant",
@@ -267,33 +267,59 @@ def plot_literature(table: pd.DataFrame, title: str) -> plt.Figure:
     return fig
 
 
-def write_literature(results_dir: str | Path, out_dir: str | Path = "figures") -> dict:
-    """For each published suite with complete runs: its table (``<suite>_table``: the numbers
-    as CSV, the shown table as LaTeX and markdown), the paired comparisons (``<suite>_paired``) and the figure
-    (``<suite>_figure`` PNG + PDF). Returns the written paths by name."""
-    written: dict[str, list[Path]] = {}
-    builders = {"locomo": (locomo_table, "LoCoMo"), "longmemeval": (longmemeval_table,
-                                                                   "LongMemEval")}
-    present = set(data.runs_frame(results_dir)["suite"])
-    for suite, (build, title) in builders.items():
-        if suite not in present:
-            continue
+BUILDERS = {"locomo": (locomo_table, "LoCoMo"), "longmemeval": (longmemeval_table, "LongMemEval")}
+
+
+def _published(results_dir: str | Path) -> list[str]:
+    """The published suites (LoCoMo, LongMemEval) with a complete run under ``results_dir``."""
+    runs = data.runs_frame(results_dir)
+    present = set(runs["suite"]) if "suite" in runs else set()
+    return [suite for suite in BUILDERS if suite in present]
+
+
+def literature_tables(results_dir: str | Path, labels: pd.DataFrame | None = None
+                      ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:
+    """For each published suite with complete runs, name -> (numbers, shown; None: shown as
+    the numbers): ``<suite>_table`` (``locomo_table`` / ``longmemeval_table``), the paired
+    comparisons with the reference condition (``<suite>_paired``; for LoCoMo also per judge
+    and F1: ``locomo_paired_j_strict``, ``_j_matched``, ``_f1``) and, for LoCoMo, the judges
+    (``locomo_judges``: ``judge_labels.judges_table`` against ``labels``, a ``read_labels``
+    frame, when given). {} when there is none."""
+    out: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]] = {}
+    for suite in _published(results_dir):
         questions = questions_frame(results_dir, suite)
-        table = build(questions)
-        written[f"{suite}_table"] = tables.write_table(table, f"{suite}_table",
-                                                       Path(out_dir) / "tables",
-                                                       display=display(table))
+        table = BUILDERS[suite][0](questions)
+        out[f"{suite}_table"] = (table, display(table))
         reference = reference_condition(questions)
         if reference:
-            written[f"{suite}_paired"] = tables.write_table(
-                paired_comparisons(questions, reference), f"{suite}_paired",
-                Path(out_dir) / "tables")
+            out[f"{suite}_paired"] = (paired_comparisons(questions, reference), None)
             if suite == "locomo":  # F1 separates conditions where a lenient judge does not
                 for measure in (*VERDICTS, "f1"):
                     if questions[measure].notna().any():
-                        written[f"{suite}_paired_{measure}"] = tables.write_table(
-                            paired_comparisons(questions, reference, measure=measure),
-                            f"{suite}_paired_{measure}", Path(out_dir) / "tables")
-        written[f"{suite}_figure"] = style.save(plot_literature(table, title),
-                                                  f"{suite}_figure", out_dir)
+                        out[f"{suite}_paired_{measure}"] = (
+                            paired_comparisons(questions, reference, measure=measure), None)
+        if suite == "locomo":
+            judges = judge_labels.judges_table(questions, labels)
+            out["locomo_judges"] = (judges, judge_labels.judges_shown(judges))
+    return out
+
+
+def literature_figures(results_dir: str | Path) -> dict[str, plt.Figure]:
+    """``<suite>_figure`` (``plot_literature``) for each published suite with complete runs."""
+    return {f"{suite}_figure": plot_literature(BUILDERS[suite][0](questions_frame(results_dir,
+                                                                                  suite)),
+                                               BUILDERS[suite][1])
+            for suite in _published(results_dir)}
+
+
+def write_literature(results_dir: str | Path, out_dir: str | Path = "figures",
+                     labels: pd.DataFrame | None = None) -> dict:
+    """``literature_tables`` into ``out_dir/tables`` (CSV the numbers, LaTeX and markdown as
+    shown) and ``literature_figures`` into ``out_dir`` (PNG + PDF). Returns the written paths
+    by name."""
+    written: dict[str, list[Path]] = {
+        name: tables.write_table(frame, name, Path(out_dir) / "tables", display=shown)
+        for name, (frame, shown) in literature_tables(results_dir, labels).items()}
+    for name, figure in literature_figures(results_dir).items():
+        written[name] = style.save(figure, name, out_dir)
     return written
