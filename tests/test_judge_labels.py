@@ -19,6 +19,7 @@ from memlab.report.judge_labels import (
     judge_disagreement,
     judges_shown,
     judges_table,
+    labelled_scores,
     read_labels,
 )
 from memlab.report.literature import questions_frame
@@ -134,6 +135,20 @@ def test_the_judges_table_uses_the_labels_of_the_runs_answers_and_counts_them(qu
     unlabelled = judges_table(questions).set_index("judge")
     assert "agreement" not in unlabelled and "hand labels" not in unlabelled.index
     assert unlabelled.loc["J (Mem0, lenient)", "vanilla_accepted"] == 1.0
+
+
+def test_labelled_scores_put_each_judges_number_beside_the_hand_labels(questions, tmp_path):
+    """Per condition, on its labelled answers: the share right by hand and the share each
+    judge accepts (oracle: 1 of 3 right by hand, Mem0's J accepts all 3)."""
+    table = labelled_scores(questions, hand_labels(tmp_path / "l.jsonl")).set_index("condition")
+    oracle, vanilla = table.loc["oracle"], table.loc["vanilla"]
+    assert (oracle["hand"], oracle["hand_n"], oracle["score"], oracle["j_strict"]) == (
+        pytest.approx(1 / 3), 3, 1.0, 1.0)
+    assert oracle["j_matched"] == pytest.approx(2 / 3)  # the race: the rule's WRONG
+    assert (vanilla["hand"], vanilla["score"], vanilla["j_strict"]) == (0.0, 1.0, 0.0)
+    expected = stats.proportion_ci(1, 3)
+    assert (oracle["hand_low"], oracle["hand_high"]) == pytest.approx((expected.low,
+                                                                       expected.high))
 
 
 def test_a_label_of_another_answer_or_of_no_answered_question_is_refused(questions, tmp_path):

@@ -16,6 +16,7 @@ from memlab.embed.hashing import HashingEmbedder
 from memlab.errors import ConfigError
 from memlab.llm.fake import FakeLLM
 from memlab.report import literature
+from memlab.report.judge_labels import read_labels
 
 DATA = Path(__file__).parent / "suites_data"
 LOCOMO, LONGMEMEVAL = DATA / "locomo_mini.json", DATA / "longmemeval_mini.json"
@@ -271,5 +272,8 @@ def test_the_paper_writes_the_published_suites_tables_beside_its_own(results, tm
     judges = pd.read_csv(written["tables"]["locomo_judges"][0]).set_index("judge")
     assert judges.loc["J strict", "agreement_n"] == 1  # the one label, matched to its answer
     assert "J strict" in written["tables"]["locomo_judges"][2].read_text()
+    figures = literature.write_literature(results, tmp_path / "lit", read_labels(labels))
+    assert figures["locomo_judges"][0].suffix == ".png"  # the hand labels beside each judge
+    assert figures["locomo_judges"][0].stat().st_size > 0
     mine = write_paper(results, tmp_path / "again", figures=False)
     assert "agreement" not in pd.read_csv(mine["tables"]["locomo_judges"][0]).columns

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memlab import stats
 from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, fields_message
+from memlab.report import data
 from memlab.userfiles import read_text
 
 # where the lab keeps its label file (relative to where memlab runs: the checkout)
@@ -185,6 +186,36 @@ def judges_table(questions: pd.DataFrame, labels: pd.DataFrame | None = None) ->
                      **_rate(joined["score"].notna() & (joined["score"] != right),
                              "differs_from_J")})
     return pd.DataFrame(rows)
+
+
+def labelled_scores(questions: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    """Per condition, on its answers the ``labels`` label (``matching``): the share the hand
+    labels call right beside the share each judge accepts, each with n and a Wilson interval:
+    what the judge choice does to a condition's number."""
+    joined = matching(labels, questions)
+    rows = []
+    for condition, own in joined.groupby("condition", sort=False):
+        row = {"condition": condition, **_rate(own["label"] == "CORRECT", "hand")}
+        for column in JUDGES:
+            if own[column].notna().any():
+                row |= _rate(own[column].dropna(), column)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    return frame if frame.empty else data.order_conditions(frame).sort_values(
+        "condition").reset_index(drop=True)
+
+
+def labelled_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """``labelled_scores`` in %, with intervals and the n of labelled answers."""
+    out = table[["condition"]].copy()
+    out["labelled answers"] = table["hand_n"].astype(int)
+    for name, title in (("hand", "hand labels"), *JUDGES.items()):
+        if name in table:
+            out[f"{title} (%)"] = [f"{100 * e:.1f}" for e in table[name]]
+            out[f"{title} 95% CI"] = [stats.interval_text(100 * lo, 100 * hi) for lo, hi in
+                                      zip(table[f"{name}_low"], table[f"{name}_high"],
+                                          strict=True)]
+    return out
 
 
 def judges_shown(table: pd.DataFrame) -> pd.DataFrame:

@@ -284,7 +284,8 @@ def literature_tables(results_dir: str | Path, labels: pd.DataFrame | None = Non
     comparisons with the reference condition (``<suite>_paired``; for LoCoMo also per judge
     and F1: ``locomo_paired_j_strict``, ``_j_matched``, ``_f1``) and, for LoCoMo, the judges
     (``locomo_judges``: ``judge_labels.judges_table`` against ``labels``, a ``read_labels``
-    frame, when given). {} when there is none."""
+    frame, when given; ``locomo_labelled``: ``judge_labels.labelled_scores``, when some of
+    the labels label the runs' answers). {} when there is none."""
     out: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]] = {}
     for suite in _published(results_dir):
         questions = questions_frame(results_dir, suite)
@@ -301,15 +302,55 @@ def literature_tables(results_dir: str | Path, labels: pd.DataFrame | None = Non
         if suite == "locomo":
             judges = judge_labels.judges_table(questions, labels)
             out["locomo_judges"] = (judges, judge_labels.judges_shown(judges))
+            scored = (judge_labels.labelled_scores(questions, labels) if labels is not None
+                      else pd.DataFrame())
+            if len(scored):
+                out["locomo_labelled"] = (scored, judge_labels.labelled_shown(scored))
     return out
 
 
-def literature_figures(results_dir: str | Path) -> dict[str, plt.Figure]:
-    """``<suite>_figure`` (``plot_literature``) for each published suite with complete runs."""
-    return {f"{suite}_figure": plot_literature(BUILDERS[suite][0](questions_frame(results_dir,
-                                                                                  suite)),
-                                               BUILDERS[suite][1])
-            for suite in _published(results_dir)}
+def literature_figures(results_dir: str | Path, labels: pd.DataFrame | None = None
+                       ) -> dict[str, plt.Figure]:
+    """``<suite>_figure`` (``plot_literature``) for each published suite with complete runs,
+    and ``locomo_judges`` (``plot_labelled``) when some ``labels`` label LoCoMo answers."""
+    figures = {}
+    for suite in _published(results_dir):
+        questions = questions_frame(results_dir, suite)
+        figures[f"{suite}_figure"] = plot_literature(BUILDERS[suite][0](questions),
+                                                     BUILDERS[suite][1])
+        if suite == "locomo" and labels is not None:
+            scored = judge_labels.labelled_scores(questions, labels)
+            if len(scored):
+                figures["locomo_judges"] = plot_labelled(scored)
+    return figures
+
+
+def plot_labelled(table: pd.DataFrame) -> plt.Figure:
+    """What the judge does to a LoCoMo number: per condition (groups), the share of its
+    labelled answers right by hand and the share each judge accepts (bars, 95% Wilson
+    intervals); ``judge_labels.labelled_scores``'s table."""
+    style.apply_style()
+    measures = [(name, title) for name, title in (("hand", "hand labels"),
+                                                  *judge_labels.JUDGES.items())
+                if name in table]
+    fig, ax = plt.subplots(figsize=(2.2 + 1.6 * len(table), 4.2))
+    width = 0.8 / len(measures)
+    shades = ["0.25", *[plt.get_cmap("Blues")(0.4 + 0.2 * i) for i in range(len(measures) - 1)]]
+    for i, ((name, title), shade) in enumerate(zip(measures, shades, strict=True)):
+        x = np.arange(len(table)) + (i - (len(measures) - 1) / 2) * width
+        value = 100 * table[name].to_numpy(dtype=float)
+        errors = [value - 100 * table[f"{name}_low"].to_numpy(dtype=float),
+                  100 * table[f"{name}_high"].to_numpy(dtype=float) - value]
+        ax.bar(x, value, width, color=shade, label=title, yerr=errors, capsize=3,
+               error_kw={"elinewidth": 1})
+    ax.set_xticks(range(len(table)),
+                  [f"{style.label(c)}\nn = {n}" for c, n in zip(table["condition"],
+                                                                table["hand_n"], strict=True)])
+    ax.set(ylabel="answers judged right (%)", ylim=(0, 100),
+           title="LoCoMo: the hand labels and each judge on the same answers")
+    ax.legend(loc="upper right", fontsize="small")
+    fig.tight_layout()
+    return fig
 
 
 def write_literature(results_dir: str | Path, out_dir: str | Path = "figures",
@@ -320,6 +361,6 @@ def write_literature(results_dir: str | Path, out_dir: str | Path = "figures",
     written: dict[str, list[Path]] = {
         name: tables.write_table(frame, name, Path(out_dir) / "tables", display=shown)
         for name, (frame, shown) in literature_tables(results_dir, labels).items()}
-    for name, figure in literature_figures(results_dir).items():
+    for name, figure in literature_figures(results_dir, labels).items():
         written[name] = style.save(figure, name, out_dir)
     return written
