@@ -38,10 +38,11 @@ def _agent_texts() -> list[str]:
 def _memory_texts() -> list[str]:
     from memlab.memory.hybrid_extract import EXTRACT_PROMPT
     from memlab.memory.hybrid_forget import FORGET_PROMPT
-    from memlab.sleep.compress import COMPRESS_PROMPT
-    from memlab.sleep.induce import SCHEMA_PROMPT
+    from memlab.sleep.compress import COMPRESS_PROMPT, REPLY_INSTRUCTION, compress_system
+    from memlab.sleep.induce import SCHEMA_PROMPT, schema_system
 
-    return [EXTRACT_PROMPT, COMPRESS_PROMPT, SCHEMA_PROMPT, FORGET_PROMPT]
+    return [EXTRACT_PROMPT, COMPRESS_PROMPT, SCHEMA_PROMPT, FORGET_PROMPT, compress_system(),
+            schema_system(), REPLY_INSTRUCTION]
 
 
 def _structured_texts() -> list[str]:
