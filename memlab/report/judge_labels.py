@@ -181,10 +181,10 @@ def judges_table(questions: pd.DataFrame, labels: pd.DataFrame | None = None) ->
         rows.append(row)
     if len(joined):  # what the labels themselves say of vanilla's answers: the true accepts
         right = (joined["label"] == "CORRECT").astype(float)
+        judged = joined["score"].notna()
         rows.append({"judge": "hand labels",
                      **_rate(right[joined["condition"] == "vanilla"], "vanilla_accepted"),
-                     **_rate(joined["score"].notna() & (joined["score"] != right),
-                             "differs_from_J")})
+                     **_rate(joined.loc[judged, "score"] != right[judged], "differs_from_J")})
     return pd.DataFrame(rows)
 
 
