@@ -173,6 +173,9 @@ def main() -> None:
             for cell in args.cells:
                 for version in args.versions:
                     row = run_cell(cell, version, trees[version], tmp, args)
+                    # per row, what ran and beside what: a merged file mixes invocations
+                    row |= {"revision": args.before if version == "before" else _head(),
+                            "machine": machine()}
                     cells.setdefault(cell, {})[version] = row
                     print(f"{cell} {version}: {json.dumps(row)}", flush=True)
                     OUT.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
