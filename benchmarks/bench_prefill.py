@@ -215,7 +215,9 @@ def _pair(before: dict, after: dict, key: str) -> str:
 
 
 def _head() -> str:
-    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+    """The checkout's commit, ``-dirty`` when its files differ from it (what ran is then not
+    that commit)."""
+    return subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
                           capture_output=True, text=True).stdout.strip()
 
 

@@ -49,9 +49,17 @@ def compress_system() -> str:
 
 
 def render_episodes(episodes: list[Episode], max_chars: int = 1200) -> str:
-    """The episodes as numbered text for the prompt, each cut to ``max_chars``."""
-    return "\n\n".join(f"Episode {i} ({ep.timestamp:%Y-%m-%d %H:%M}):\n{ep.content[:max_chars]}"
-                       for i, ep in enumerate(episodes, start=1))
+    """The episodes as text for the prompt, each cut to ``max_chars``: a line with the date
+    where it changes, then each episode after its time (``[13:05] User: ...``). A short
+    exchange (LTM's are about 20 tokens) once carried a 16-token header ("Episode 12
+    (2024-01-05 13:05):"), nearly doubling what the memory model read (docs/efficiency.md)."""
+    blocks, day = [], None
+    for ep in episodes:
+        if ep.timestamp.date() != day:
+            day = ep.timestamp.date()
+            blocks.append(f"{ep.timestamp:%Y-%m-%d}:")
+        blocks.append(f"[{ep.timestamp:%H:%M}] {ep.content[:max_chars]}")
+    return "\n\n".join(blocks)
 
 
 class MemoryCompressor:
