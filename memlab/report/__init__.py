@@ -85,9 +85,9 @@ def show_literature(written: dict) -> None:
     if not names:
         print(NO_LITERATURE)
         return
-    for suite in ("locomo", "longmemeval"):
-        if f"{suite}_figure" in written["figures"]:
-            display(Image(written["figures"][f"{suite}_figure"][0]))
+    for name in ("locomo_figure", "locomo_judges", "longmemeval_figure"):
+        if name in written["figures"]:
+            display(Image(written["figures"][name][0]))
     for name in names:
         display(Markdown(f"**{name}**\n\n" + written["tables"][name][2].read_text()))
 
