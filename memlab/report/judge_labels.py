@@ -205,16 +205,24 @@ def labelled_scores(questions: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFra
         "condition").reset_index(drop=True)
 
 
+def _rate_columns(out: pd.DataFrame, table: pd.DataFrame, name: str, title: str, *,
+                  with_n: bool) -> None:
+    """``table``'s rate ``name`` (from ``_rate``) as the shown columns ``<title> (%)``,
+    ``<title> 95% CI`` and, ``with_n``, ``<title> n`` ("--" where it has no data)."""
+    out[f"{title} (%)"] = ["--" if pd.isna(e) else f"{100 * e:.1f}" for e in table[name]]
+    out[f"{title} 95% CI"] = [stats.interval_text(100 * lo, 100 * hi) for lo, hi in
+                              zip(table[f"{name}_low"], table[f"{name}_high"], strict=True)]
+    if with_n:
+        out[f"{title} n"] = ["--" if pd.isna(n) else str(int(n)) for n in table[f"{name}_n"]]
+
+
 def labelled_shown(table: pd.DataFrame) -> pd.DataFrame:
     """``labelled_scores`` in %, with intervals and the n of labelled answers."""
     out = table[["condition"]].copy()
     out["labelled answers"] = table["hand_n"].astype(int)
     for name, title in (("hand", "hand labels"), *JUDGES.items()):
         if name in table:
-            out[f"{title} (%)"] = [f"{100 * e:.1f}" for e in table[name]]
-            out[f"{title} 95% CI"] = [stats.interval_text(100 * lo, 100 * hi) for lo, hi in
-                                      zip(table[f"{name}_low"], table[f"{name}_high"],
-                                          strict=True)]
+            _rate_columns(out, table, name, title, with_n=False)
     return out
 
 
@@ -225,12 +233,8 @@ def judges_shown(table: pd.DataFrame) -> pd.DataFrame:
                         ("false_accept", "false accepts"), ("false_reject", "false rejects"),
                         ("vanilla_accepted", "vanilla answers accepted"),
                         ("differs_from_J", "differs from J")):
-        if name not in table:
-            continue
-        out[f"{title} (%)"] = ["--" if pd.isna(e) else f"{100 * e:.1f}" for e in table[name]]
-        out[f"{title} 95% CI"] = [stats.interval_text(100 * lo, 100 * hi) for lo, hi in
-                                  zip(table[f"{name}_low"], table[f"{name}_high"], strict=True)]
-        out[f"{title} n"] = ["--" if pd.isna(n) else str(int(n)) for n in table[f"{name}_n"]]
+        if name in table:
+            _rate_columns(out, table, name, title, with_n=True)
     return out
 
 
