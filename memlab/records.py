@@ -12,6 +12,11 @@ checked against its events, a judged test's calls answered from the cell's own j
 ever called) and writes the paper's tables (and figures) from them (``report.write_paper``) into
 ``<out>/figures/``. ``first_difference`` compares the tables written with the committed ones,
 byte for byte.
+
+Records of a change (a prompt or a memory's code changed, some cells run again) name the grid
+they change in ``records/<grid>/before.json`` (``{"records": "../standard"}``): their replay
+replays those records too (into ``<out>/before``) and writes ``tables/change``: each condition
+after minus before, paired on the same questions (``report.paired.change_comparisons``).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from memlab.errors import ConfigError, MemlabError
 
 RECORD_FILES = ("manifest.json", "turns.jsonl", "calls.jsonl")
 TABLES = "tables"  # records/<grid>/tables/: the committed tables
+BEFORE = "before.json"  # records/<grid>/before.json: the records of the grid these change
 
 
 @dataclass
@@ -43,6 +49,7 @@ class Replay:
     scores: int = 0
     journal_calls: int = 0
     seconds: float = 0.0
+    before: Replay | None = None  # the replay of the records ``before.json`` names
 
     @property
     def runs(self) -> Path:
@@ -175,6 +182,7 @@ def replay(records: str | Path, out: str | Path, *, figures: bool = True) -> Rep
     start = time.perf_counter()
     cells = record_cells(records)
     cited(Path(records))  # a bad cited.json is named now, not after the replay
+    before = before_records(Path(records))
     done = Replay(records=Path(records), out=Path(out))
     if done.out.exists() and any(done.out.iterdir()):
         raise ConfigError(f"--out {str(done.out)!r}: not empty (a replay writes a fresh copy)")
@@ -186,8 +194,49 @@ def replay(records: str | Path, out: str | Path, *, figures: bool = True) -> Rep
         done.journal_calls += judged
     write_paper(done.runs, done.out / "figures", figures=figures,
                 labels=judge_labels.default_labels())
+    if before is not None:
+        done.before = replay(before, done.out / "before", figures=False)
+        write_change(done.before.runs, done.runs, done.tables)
     done.seconds = time.perf_counter() - start
     return done
+
+
+def before_records(records: Path) -> Path | None:
+    """The records ``records/<grid>/before.json`` names (``{"records": "../standard"}``,
+    relative to ``records``): the grid these records change; None without the file.
+
+    Raises:
+        ConfigError: the file is not such an object, or names no records folder (or one that
+            names its own before).
+    """
+    path = records / BEFORE
+    if not path.exists():
+        return None
+    try:
+        named = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+    if not (isinstance(named, dict) and set(named) == {"records"}
+            and isinstance(named["records"], str) and not Path(named["records"]).is_absolute()):
+        raise ConfigError(f"{path}: must be {{\"records\": \"../<grid>\"}}, the records of the "
+                          "grid these change, relative to this folder")
+    before = Path(os.path.normpath(records / named["records"]))
+    if not before.is_dir() or (before / BEFORE).exists():
+        raise ConfigError(f"{path}: {named['records']!r} is not a grid's records folder "
+                          "without a before.json of its own")
+    return before
+
+
+def write_change(before_runs: Path, after_runs: Path, tables: Path) -> list[Path]:
+    """``tables/change``: the conditions of ``after_runs`` against the same conditions of
+    ``before_runs``, paired (``report.paired.change_comparisons``)."""
+    from memlab.report import data, paired
+    from memlab.report.tables import change_shown, write_table
+
+    frames = [(data.scores_frame(runs), data.turns_frame(runs)) for runs in (before_runs,
+                                                                             after_runs)]
+    change = paired.change_comparisons(*frames)
+    return write_table(change, "change", tables, change_shown(change))
 
 
 def cited(records: Path) -> dict[str, Path]:

@@ -153,3 +153,45 @@ def test_the_locomo_label_cells_replay_into_their_judges_tables(tmp_path, capsys
     monkeypatch.setenv("MEMLAB_LOCOMO_LABELS", str(edited))  # read afresh by each replay
     status, _, err = replay(records, tmp_path / "again", capsys, "--check")
     assert status == 1 and "locomo_judges" in err
+
+
+@pytest.fixture
+def change(tmp_path) -> Path:
+    """Records of a change: persona-rag-4000-s0 "run again", one right answer now wrong, with a
+    before.json naming the two persona cells of records/peers as the grid it changes."""
+    before, after = tmp_path / "records" / "before", tmp_path / "records" / "after"
+    for cell in ("persona-mem0-4000-s0", "persona-rag-4000-s0"):
+        shutil.copytree(PEERS / cell, before / cell)
+    shutil.copytree(PEERS / "persona-rag-4000-s0", after / "persona-rag-4000-s0")
+    turns = after / "persona-rag-4000-s0" / "turns.jsonl"
+    right = next(t for t in map(json.loads, turns.read_text().splitlines())
+                 if t["kind"] == "question" and t["answered"] and t["choice"] == t["answer_index"])
+    wrong = (right["answer_index"] + 1) % len(right["options"])
+    edit_jsonl(turns, lambda t: t | {"choice": wrong} if t["index"] == right["index"] else t)
+    (after / "before.json").write_text('{"records": "../before"}')
+    return after
+
+
+def test_records_of_a_change_replay_into_the_paired_change_table(change, tmp_path, capsys):
+    status, out, err = replay(change, tmp_path / "out", capsys, "--update")
+    assert status == 0, err
+    table = __import__("pandas").read_csv(change / "tables" / "change.csv")
+    accuracy = table[table["measure"] == "accuracy"].iloc[0]
+    assert accuracy["condition"] == "rag" and accuracy["suite"] == "persona"
+    assert (accuracy["before_better"], accuracy["after_better"]) == (1, 0)  # the flipped answer
+    assert accuracy["difference"] == pytest.approx(-1 / accuracy["n_pairs"])
+    assert accuracy["before"] - accuracy["after"] == pytest.approx(1 / accuracy["n_pairs"])
+    recall = table[table["measure"] == "evidence recall"].iloc[0]
+    assert recall["difference"] == 0 and recall["n_pairs"] > 0  # the same memory, the same prompts
+    assert set(table["condition"]) == {"rag"}  # only the conditions run again
+    status, out, err = replay(change, tmp_path / "again", capsys, "--check")
+    assert status == 0 and "check passed" in out, err
+
+
+@pytest.mark.parametrize("text", ['{"records": "/abs"}', '["../before"]', '{"records": "../nowhere"}',
+                                  "{not json"])
+def test_a_bad_before_json_exits_2_in_one_line(change, tmp_path, capsys, text):
+    (change / "before.json").write_text(text)
+    status, _, err = replay(change, tmp_path / "out", capsys)
+    assert status == 2 and err.count("\n") == 1 and "before.json" in err
+    assert not (tmp_path / "out").exists()  # refused before anything is written

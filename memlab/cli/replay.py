@@ -21,6 +21,11 @@ copies in figures/ that records/<grid>/cited.json names) and exits 1 naming the 
 line that differ. --update makes the replay's tables the committed ones (records/<grid>/tables/)
 and refreshes the cited copies: run it once when a grid's records are committed, or when a
 change to the scorers or the report is meant to change the tables, and commit the result.
+
+Records of a change (some cells of a grid run again after a prompt or a memory changed) name the
+grid they change in <records>/before.json, {"records": "../standard"}: the replay replays those
+records too (into <out>/before) and writes tables/change: each condition after minus before on
+the same questions (accuracy and evidence recall, paired, Holm per suite and measure).
 """
 
 

@@ -92,3 +92,53 @@ def _comparisons(frame: pd.DataFrame, key: list[str], value: str,
     if frame.empty:
         return pd.DataFrame(columns=COLUMNS)
     return compare(outcome_table(frame, key, value), references)
+
+
+CHANGE_COLUMNS = ["suite", "span", "condition", "measure", "before", "after", "difference", "low",
+                  "high", "p_value", "p_holm", "n_pairs", "after_better", "before_better",
+                  "method"]
+
+
+def change_comparisons(before: tuple[pd.DataFrame, pd.DataFrame],
+                       after: tuple[pd.DataFrame, pd.DataFrame]) -> pd.DataFrame:
+    """A change (a prompt, a memory's code) measured paired: each condition of the ``after``
+    runs against the same condition of the ``before`` runs, on the questions both answered
+    (accuracy) or were asked (evidence recall). ``before`` and ``after`` are ``(scores,
+    turns)`` frames (``data.scores_frame``, ``data.turns_frame``) of two runs of one grid.
+    ``difference`` is after - before; Holm per suite, span and measure over the conditions.
+
+    Raises:
+        ConfigError: a condition of ``after`` that ``before`` does not have, on any question.
+    """
+    rows = []
+    for measure, pick, key, value in (("accuracy", accuracy_scores, ACCURACY_KEY, "fraction"),
+                                      ("evidence recall", evidence_questions, RECALL_KEY,
+                                       "evidence_recall")):
+        old = _outcomes(pick(before[0] if measure == "accuracy" else before[1]), key, value)
+        new = _outcomes(pick(after[0] if measure == "accuracy" else after[1]), key, value)
+        if new is None:
+            continue
+        missing = sorted(set(new.columns) - set(old.columns if old is not None else []))
+        if missing:
+            raise ConfigError(f"change comparison: the runs before hold no {measure} of "
+                              f"{', '.join(missing)}")
+        old, new = old.align(new, join="inner", axis=0)
+        for (suite, span), group in new.groupby(level=["suite", "span"]):
+            family = []
+            for condition in (c for c in group.columns if group[c].notna().any()):
+                first, second = old.loc[group.index, condition], group[condition]
+                both = first.notna() & second.notna()
+                pair = _pair(first, second)
+                pair |= {"after_better": pair.pop("condition_better"),
+                         "before_better": pair.pop("reference_better")}
+                family.append(pair | {"suite": suite, "span": span, "condition": condition,
+                                      "measure": measure, "before": first[both].mean(),
+                                      "after": second[both].mean()})
+            adjusted = stats.holm([row["p_value"] for row in family])
+            rows += [row | {"p_holm": p} for row, p in zip(family, adjusted, strict=True)]
+    return order_conditions(pd.DataFrame(rows, columns=CHANGE_COLUMNS)).sort_values(
+        ["measure", "suite", "span", "condition"]).reset_index(drop=True)
+
+
+def _outcomes(frame: pd.DataFrame, key: list[str], value: str) -> pd.DataFrame | None:
+    return None if frame.empty else outcome_table(frame, key, value)

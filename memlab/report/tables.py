@@ -107,6 +107,18 @@ def paired_shown(frame: pd.DataFrame) -> pd.DataFrame:
                                "method": "test"})
 
 
+def change_shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """``paired.change_comparisons`` as the paper shows it: before and after in %, the paired
+    difference in percentage points with its interval, p-values."""
+    out = paired_shown(frame.rename(columns={"after_better": "condition_better",
+                                             "before_better": "reference_better"}))
+    for column in ("before", "after"):
+        out[column] = fixed(100 * frame[column].astype(float), 1)
+    return out.rename(columns={"before": "before (%)", "after": "after (%)",
+                               "condition better": "after better",
+                               "reference better": "before better"})
+
+
 def ceilings_shown(frame: pd.DataFrame) -> pd.DataFrame:
     out = shown(frame, "ceiling", "oracle accuracy (%)", "95% CI", "n")
     return out.rename(columns={"model_limited": "model-limited"})
