@@ -39,19 +39,14 @@ def _memory_texts() -> list[str]:
     from memlab.memory.hybrid_extract import EXTRACT_PROMPT
     from memlab.memory.hybrid_forget import FORGET_PROMPT
     from memlab.models.sleep import Episode
-    from memlab.sleep.compress import (
-        COMPRESS_PROMPT,
-        REPLY_INSTRUCTION,
-        compress_system,
-        render_episodes,
-    )
-    from memlab.sleep.induce import SCHEMA_PROMPT, schema_system
+    from memlab.sleep.compress import COMPRESS_PROMPT, render_episodes
+    from memlab.sleep.induce import SCHEMA_PROMPT
 
     episodes = [Episode(id=f"e{i}", content="User: hi\nAI: hello",
                         timestamp=datetime(2024, 1, 1 + i // 2, 9 + i, tzinfo=UTC))
                 for i in range(3)]  # how episodes are laid out for the compressor
-    return [EXTRACT_PROMPT, COMPRESS_PROMPT, SCHEMA_PROMPT, FORGET_PROMPT, compress_system(),
-            schema_system(), REPLY_INSTRUCTION, render_episodes(episodes)]
+    return [EXTRACT_PROMPT, COMPRESS_PROMPT, SCHEMA_PROMPT, FORGET_PROMPT,
+            render_episodes(episodes)]
 
 
 def _structured_texts() -> list[str]:

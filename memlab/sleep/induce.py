@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from memlab.llm.base import LLMClient, Message
-from memlab.llm.structured import MEMORY_MAX_CHARS, MEMORY_MAX_ITEMS, complete_json, prompt_schema
+from memlab.llm.structured import MEMORY_MAX_CHARS, MEMORY_MAX_ITEMS, complete_json
 from memlab.models.sleep import ConsolidatedMemory, Schema
-from memlab.sleep.compress import REPLY_INSTRUCTION, system_with_schema
 
 if TYPE_CHECKING:
     from memlab.embed.base import Embedder
@@ -35,13 +34,6 @@ class SchemaDraft(BaseModel):
     name: str = Field(min_length=1)
     description: str = ""
     confidence: float = Field(0.5, ge=0.0, le=1.0)
-
-
-def schema_system() -> str:
-    """The naming call's system message: SCHEMA_PROMPT, then the reply's JSON schema
-    (``compress.system_with_schema``: fixed, read once; the memories come after)."""
-    return system_with_schema(SCHEMA_PROMPT, prompt_schema(
-        SchemaDraft, max_items=MEMORY_MAX_ITEMS, max_chars=MEMORY_MAX_CHARS))
 
 
 class InductionConfig(BaseModel):
@@ -148,11 +140,10 @@ def induce_schema(group: list[ConsolidatedMemory], llm: LLMClient, store: Schema
             confidence=min(1.0, existing.confidence + 0.05))
         return existing.id, "updated"
     text = "\n".join(f"- {m.summary} (concepts: {', '.join(m.key_concepts)})" for m in group[:12])
-    draft = complete_json(llm, [Message(role="system", content=schema_system()),
+    draft = complete_json(llm, [Message(role="system", content=SCHEMA_PROMPT),
                                 Message(role="user", content=text)], SchemaDraft,
                           max_tokens=cfg.max_tokens, max_retries=cfg.max_retries,
-                          max_items=MEMORY_MAX_ITEMS, max_chars=MEMORY_MAX_CHARS,
-                          instruction=REPLY_INSTRUCTION)
+                          max_items=MEMORY_MAX_ITEMS, max_chars=MEMORY_MAX_CHARS)
     schema = Schema(name=draft.name.strip() or "pattern", description=draft.description,
                     core_concepts=concepts, related_memory_ids=[m.id for m in group],
                     examples=examples, confidence=draft.confidence)
@@ -182,6 +173,6 @@ def induce_schemas(memories: list[ConsolidatedMemory], llm: LLMClient, store: Sc
     return result
 
 
-__all__ = ["InductionConfig", "InductionResult", "SCHEMA_PROMPT", "SchemaDraft", "schema_system",
+__all__ = ["InductionConfig", "InductionResult", "SCHEMA_PROMPT", "SchemaDraft",
            "core_concepts_of", "find_matching_schema", "group_related_memories", "induce_schema",
            "induce_schemas"]
