@@ -26,10 +26,9 @@ def concepts(text: str, n: int = 4) -> list[str]:
 
 
 def _request(messages: list[Message]) -> str:
-    """The first user message without the JSON instruction complete_json appends (the schema,
-    or the short reply instruction of a call whose system message holds the schema)."""
+    """The first user message without the JSON instruction complete_json appends."""
     text = next(m.content for m in messages if m.role == "user")
-    return text.split("\n\nReply with only ")[0]
+    return text.split("\n\nReply with only a JSON")[0]
 
 
 def _extract(messages: list[Message]) -> str:
@@ -43,8 +42,7 @@ def _extract(messages: list[Message]) -> str:
 
 def _compress(messages: list[Message]) -> str:
     text = _request(messages)
-    lines = [re.sub(r"^\[\d\d:\d\d\] ", "", ln) for ln in text.splitlines()]  # an episode's time
-    said = [ln.removeprefix("User: ") for ln in lines if ln.startswith("User: ")]
+    said = [ln.removeprefix("User: ") for ln in text.splitlines() if ln.startswith("User: ")]
     summary = "; ".join(said)[:400] or "nothing"
     return json.dumps({"summary": f"The user said: {summary}", "key_concepts": concepts(text),
                        "themes": concepts(text, 1), "relationships": [], "confidence": 0.8})
