@@ -111,11 +111,11 @@ def change_comparisons(before: tuple[pd.DataFrame, pd.DataFrame],
         ConfigError: a condition of ``after`` that ``before`` does not have, on any question.
     """
     rows = []
-    for measure, pick, key, value in (("accuracy", accuracy_scores, ACCURACY_KEY, "fraction"),
-                                      ("evidence recall", evidence_questions, RECALL_KEY,
-                                       "evidence_recall")):
-        old = _outcomes(pick(before[0] if measure == "accuracy" else before[1]), key, value)
-        new = _outcomes(pick(after[0] if measure == "accuracy" else after[1]), key, value)
+    measures = (("accuracy", 0, accuracy_scores, ACCURACY_KEY, "fraction"),  # 0: scores
+                ("evidence recall", 1, evidence_questions, RECALL_KEY, "evidence_recall"))
+    for measure, frame, pick, key, value in measures:
+        old = _outcomes(pick(before[frame]), key, value)
+        new = _outcomes(pick(after[frame]), key, value)
         if new is None:
             continue
         missing = sorted(set(new.columns) - set(old.columns if old is not None else []))
