@@ -425,8 +425,15 @@ def test_kill9_then_resume_pays_no_call_twice(tmp_path, key):
     turns = [strip_timing(t) for t in read_jsonl(killed / "turns.jsonl")]
     assert turns == [strip_timing(t) for t in read_jsonl(clean / "turns.jsonl")]
     assert any(t["memory_ids"] for t in turns)
-    keys = [c["key"] for c in read_jsonl(killed / "calls.jsonl")]
-    assert keys == [c["key"] for c in read_jsonl(clean / "calls.jsonl")]  # none repeated
+    calls, clean_calls = read_jsonl(killed / "calls.jsonl"), read_jsonl(clean / "calls.jsonl")
+    keys = [c["key"] for c in calls]
+    # none repeated; on a difference, say which call (step, ordinal, prompt shape) it was
+    assert keys == [c["key"] for c in clean_calls], next(
+        (f"call {i}: resumed {a['step']}/{a['ordinal']} shape {a['shape'][:8]} reply "
+         f"{a['completion']['text'][:60]!r}; clean {b['step']}/{b['ordinal']} shape "
+         f"{b['shape'][:8]} reply {b['completion']['text'][:60]!r}"
+         for i, (a, b) in enumerate(zip(calls, clean_calls)) if a["key"] != b["key"]),
+        f"{len(calls)} calls resumed, {len(clean_calls)} clean")
     manifest = json.loads((killed / "manifest.json").read_text())
     clean_manifest = json.loads((clean / "manifest.json").read_text())
     assert manifest["counts"]["llm_calls_paid"] == clean_manifest["counts"]["llm_calls_paid"]
