@@ -164,7 +164,7 @@ def test_write_literature_writes_tables_and_figure(results, tmp_path):
     written = literature.write_literature(results, tmp_path)
     assert set(written) == {"locomo_table", "locomo_paired", "locomo_paired_j_strict",
                             "locomo_paired_j_matched", "locomo_paired_f1", "locomo_judges",
-                            "locomo_figure",
+                            "locomo_mem0", "locomo_figure",
                             "longmemeval_table", "longmemeval_paired", "longmemeval_figure"}
     assert all(path.exists() and path.stat().st_size > 0 for paths in written.values()
                for path in paths)
@@ -179,6 +179,29 @@ def test_write_literature_writes_tables_and_figure(results, tmp_path):
     # LongMemEval has no matched verdict: no empty J_matched columns in its numbers either
     longmemeval = pd.read_csv(tmp_path / "tables" / "longmemeval_table.csv")
     assert not any(c.startswith("J_matched") for c in longmemeval.columns)
+
+
+def test_memlabs_rows_stand_beside_the_mem0_papers_with_models_named(results):
+    questions = literature.questions_frame(results, "locomo")
+    table = literature.locomo_table(questions)
+    beside = literature.beside_mem0(table, {"oracle": "1.5b", "vanilla": "1.5b",
+                                            "full_context": "0.5b"})
+    ours = beside[beside["source"] == "memlab"].set_index("system")
+    overall = table[table["group"] == "overall"].set_index("condition")
+    assert len(ours) == 3  # one row per condition: its overall (categories 1-4), no other group
+    full = ours.loc["Full context"]
+    assert full["answering model"] == full["judge"] == "0.5b"
+    assert full["n"] == overall.loc["full_context", "n"]
+    assert full["J"] == round(100 * overall.loc["full_context", "J"], 1)
+    assert full["J 95% CI"] == stats.interval_text(100 * overall.loc["full_context", "J_low"],
+                                                   100 * overall.loc["full_context", "J_high"])
+    assert full["p95 s per query"] == round(overall.loc["full_context", "total_p95_s"], 2)
+    theirs = beside[beside["source"] == "Mem0 paper"]
+    assert len(theirs) == len(literature.MEM0_PAPER)
+    assert set(theirs["answering model"]) == set(theirs["judge"]) == {"gpt-4o-mini"}
+    shown = literature.beside_mem0_shown(beside).set_index("system")
+    assert shown.loc["Zep", "tokens per query"] == "--"  # the sources state none: no number
+    assert shown.loc["full context", "tokens per query"] == "26,031"
 
 
 def test_the_strict_judge_is_a_column_beside_mem0s_j(results):

@@ -143,6 +143,62 @@ def locomo_table(questions: pd.DataFrame) -> pd.DataFrame:
     return _table(questions, groups, LOCOMO_ORDER)
 
 
+# The Mem0 paper's LoCoMo rows (Chhikara et al. 2025, arXiv:2504.19413; categories 1-4, 1,540
+# questions; gpt-4o-mini answers and judges with Mem0's J prompt, the mean of 10 runs): system,
+# J (%), context tokens per query and p95 seconds per query (search and answer). J as the paper
+# prints it; tokens and p95 where the paper or mem0's own write-up of it ("AI agent memory
+# benchmark", which rounds: "~2K tokens", "1.4 s") states them, None where neither does.
+MEM0_PAPER = (
+    ("full context", 72.9, 26_031, None),
+    ("Mem0 (graph)", 68.5, 4_000, 2.6),
+    ("Mem0", 66.9, 1_764, 1.4),
+    ("Zep", 66.0, None, None),
+    ("best RAG", 61.0, None, None),
+    ("LangMem", 58.1, 130, 60.0),
+    ("OpenAI memory", 52.9, 5_000, 0.9),
+)
+PUBLISHED_COLUMNS = ["system", "source", "answering model", "judge", "n", "J", "J 95% CI",
+                     "J strict", "J matched", "tokens per query", "p95 s per query"]
+
+
+def beside_mem0(table: pd.DataFrame, models: dict[str, str]) -> pd.DataFrame:
+    """memlab's LoCoMo rows beside the Mem0 paper's (``MEM0_PAPER``): per system, who answered
+    and who judged, n answered, J (Mem0's prompt; memlab's with its 95% Wilson interval), the
+    strict and matched verdicts (memlab only), mean prompt tokens per question and p95 seconds
+    per answered question (memory search and answer). ``table`` is ``locomo_table``'s,
+    ``models`` each condition's answering model (the judge is the same model in memlab's runs).
+    A comparison of shape (what each keeps, at what cost), not of scores: the models differ."""
+    rows = []
+    for row in table[table["group"] == "overall"].to_dict("records"):
+        model = models.get(str(row["condition"]), "?")
+        rows.append({
+            "system": style.label(row["condition"]), "source": "memlab", "answering model": model,
+            "judge": model, "n": int(row["n"]), "J": round(100 * row["J"], 1),
+            "J 95% CI": stats.interval_text(100 * row["J_low"], 100 * row["J_high"]),
+            "J strict": round(100 * row["J_strict"], 1),
+            "J matched": (round(100 * row["J_matched"], 1) if "J_matched" in row
+                          and pd.notna(row["J_matched"]) else np.nan),
+            "tokens per query": round(row["tokens"]),
+            "p95 s per query": round(row["total_p95_s"], 2)})
+    for system, j, tokens, p95 in MEM0_PAPER:
+        rows.append({"system": system, "source": "Mem0 paper", "answering model": "gpt-4o-mini",
+                     "judge": "gpt-4o-mini", "n": 1540, "J": j, "J 95% CI": "--",
+                     "J strict": np.nan, "J matched": np.nan, "tokens per query": tokens,
+                     "p95 s per query": p95})
+    return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
+
+
+def beside_mem0_shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """``beside_mem0``'s table as printed: whole tokens, one decimal, ``--`` where a source
+    states nothing."""
+    out = frame.copy()
+    formats = {"J": "{:.1f}", "J strict": "{:.1f}", "J matched": "{:.1f}",
+               "tokens per query": "{:,.0f}", "p95 s per query": "{:.2f}"}
+    for column, form in formats.items():
+        out[column] = [form.format(v) if pd.notna(v) else "--" for v in frame[column]]
+    return out
+
+
 def longmemeval_table(questions: pd.DataFrame) -> pd.DataFrame:
     """Per condition and question type: judged accuracy (``J``) with its interval, evidence
     recall, tokens and latency; ``overall`` (every question), ``abstention`` (the ``_abs``
@@ -282,7 +338,8 @@ def literature_tables(results_dir: str | Path, labels: pd.DataFrame | None = Non
     """For each published suite with complete runs, name -> (numbers, shown; None: shown as
     the numbers): ``<suite>_table`` (``locomo_table`` / ``longmemeval_table``), the paired
     comparisons with the reference condition (``<suite>_paired``; for LoCoMo also per judge
-    and F1: ``locomo_paired_j_strict``, ``_j_matched``, ``_f1``) and, for LoCoMo, the judges
+    and F1: ``locomo_paired_j_strict``, ``_j_matched``, ``_f1``) and, for LoCoMo, its rows
+    beside the Mem0 paper's (``locomo_mem0``: ``beside_mem0``) and the judges
     (``locomo_judges``: ``judge_labels.judges_table`` against ``labels``, a ``read_labels``
     frame, when given; ``locomo_labelled``: ``judge_labels.labelled_scores``, when some of
     the labels label the runs' answers). {} when there is none."""
@@ -300,6 +357,11 @@ def literature_tables(results_dir: str | Path, labels: pd.DataFrame | None = Non
                         out[f"{suite}_paired_{measure}"] = (
                             paired_comparisons(questions, reference, measure=measure), None)
         if suite == "locomo":
+            runs = data.runs_frame(results_dir)
+            models = dict(zip(runs["condition"].astype(str), runs["model"].astype(str),
+                              strict=True))
+            beside = beside_mem0(table, models)
+            out["locomo_mem0"] = (beside, beside_mem0_shown(beside))
             judges = judge_labels.judges_table(questions, labels)
             out["locomo_judges"] = (judges, judge_labels.judges_shown(judges))
             scored = (judge_labels.labelled_scores(questions, labels) if labels is not None
