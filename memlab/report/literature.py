@@ -146,8 +146,9 @@ def locomo_table(questions: pd.DataFrame) -> pd.DataFrame:
 # The Mem0 paper's LoCoMo rows (Chhikara et al. 2025, arXiv:2504.19413; categories 1-4, 1,540
 # questions; gpt-4o-mini answers and judges with Mem0's J prompt, the mean of 10 runs): system,
 # J (%), context tokens per query and p95 seconds per query (search and answer). J as the paper
-# prints it; tokens and p95 where the paper or mem0's own write-up of it ("AI agent memory
-# benchmark", which rounds: "~2K tokens", "1.4 s") states them, None where neither does.
+# prints it (Mem0 (graph) and OpenAI memory as mem0's own write-up of it, "AI agent memory
+# benchmark", gives them); tokens and p95 where the paper or that write-up (which rounds: "~2K
+# tokens", "1.4 s") states them, None where neither does.
 MEM0_PAPER = (
     ("full context", 72.9, 26_031, None),
     ("Mem0 (graph)", 68.5, 4_000, 2.6),
