@@ -75,6 +75,7 @@ class Rates:
     memory_completion_tokens: int = 0
     answers: int = 0
     answer_prompt_tokens: int = 0
+    answer_evaluated_tokens: int = 0  # of those, evaluated (all, where a call does not say)
     halves_s: list[float] = field(default_factory=lambda: [0.0, 0.0])  # see ``add_cell``
 
     def per_turn(self, value: float) -> float:
@@ -87,6 +88,10 @@ class Rates:
     @property
     def prompt_tokens_mean(self) -> float:
         return self.answer_prompt_tokens / self.answers if self.answers else 0.0
+
+    @property
+    def evaluated_tokens_mean(self) -> float:
+        return self.answer_evaluated_tokens / self.answers if self.answers else 0.0
 
     @property
     def growth(self) -> float | None:
@@ -111,6 +116,7 @@ class Rates:
         self.stored += cell.stored
         self.answers += len(cell.answers)
         self.answer_prompt_tokens += sum(a.prompt_tokens for a in cell.answers)
+        self.answer_evaluated_tokens += sum(a.tokens_in for a in cell.answers)
         if cell.stored_steps:  # the first half: steps before the middle stored turn
             middle = list(by_step).index(cell.stored_steps[len(cell.stored_steps) // 2])
             for position, seconds in enumerate(by_step.values()):
@@ -175,7 +181,7 @@ def cell_cost(target: Target, rates: Rates, stats: SuiteStats, fit: LatencyFit,
               reused_s: float, size_checks: list[dict]) -> dict:
     """Projected seconds (2 cores, the measured pool) and tokens of one target cell; also
     with each answer scaled by the measured/fitted ratio of its prompt size."""
-    answers_s = [reused_s if a.reused else fit.expected_s(a.prompt_tokens, a.completion_tokens)
+    answers_s = [reused_s if a.reused else fit.expected_s(a.evaluated, a.completion_tokens)
                  for a in target.answers]
     scaled = sum(s if a.reused else s * size_ratio(size_checks, a.prompt_tokens)
                  for s, a in zip(answers_s, target.answers, strict=True))
@@ -192,6 +198,7 @@ def cell_cost(target: Target, rates: Rates, stats: SuiteStats, fit: LatencyFit,
         "total_s_size_calibrated": sum(seconds.values()) - seconds["answers_s"] + scaled,
         "answer_prompt_tokens": sum(a.prompt_tokens for a in target.answers),
         "answer_prompt_tokens_max": max((a.prompt_tokens for a in target.answers), default=0),
+        "answer_evaluated_tokens": sum(a.evaluated for a in target.answers),
         "answer_completion_tokens": sum(a.completion_tokens for a in target.answers),
         "reused_prefix_answers": sum(a.reused for a in target.answers),
         "memory_prompt_tokens": target.stored * rates.per_turn(rates.memory_prompt_tokens),
@@ -288,6 +295,7 @@ def price(cell: RunSpec, p: Projection, suites: dict) -> dict:
     suite = p.stats[cell.suite]
     fit = p.fits[p.answering_model]
     target = size_target(cell, build_suite(cell, suites), prompt_tokens=own.prompt_tokens_mean,
+                         evaluated_tokens=own.evaluated_tokens_mean,
                          completion_tokens=suite.completion_tokens,
                          needle_tokens=p.needle_tokens, history_scale=suite.history_scale,
                          prompt_overhead=suite.prompt_overhead)
@@ -306,7 +314,7 @@ def back_test(cells: list[CellCost], p: Projection, suites: dict) -> dict:
         memory = Rates()
         memory.add_cell(cell, p.fits)
         answers = sum(a.latency_s if not a.cached else p.reused_s if a.reused and p.reused_s
-                      else fit.expected_s(a.prompt_tokens, a.completion_tokens)
+                      else fit.expected_s(a.tokens_in, a.completion_tokens)
                       for a in cell.answers)
         measured = (answers + memory.memory_model_s + memory.memory_local_s
                     + sum(effective_s(s, p.fits) for s in cell.scoring_calls))

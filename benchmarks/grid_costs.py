@@ -52,7 +52,10 @@ def whole_history(condition: str) -> bool:
 
 @dataclass(frozen=True)
 class Call:
-    """One model call; ``reused``: it evaluated only the new message (see ``whole_history``)."""
+    """One model call; ``reused``: it evaluated only the new message (see ``whole_history``;
+    runs recorded before memlab counted reuse); ``evaluated``: the prompt tokens the model
+    evaluated, the rest reused from its cache (None where the call does not say: a cached
+    answer, a run recorded before it was counted)."""
 
     model: str
     prompt_tokens: int
@@ -61,6 +64,12 @@ class Call:
     cached: bool
     step: str = ""
     reused: bool = False
+    evaluated: int | None = None
+
+    @property
+    def tokens_in(self) -> int:
+        """The prompt tokens the call paid for: those evaluated where recorded, else all."""
+        return self.prompt_tokens if self.evaluated is None else self.evaluated
 
 
 @dataclass(frozen=True)
@@ -179,14 +188,18 @@ def _sort_calls(cell: CellCost, records: list[dict], sent: dict) -> None:
     warm = False  # the model holds the current prompt prefix (the cache's answers load none)
     for record in records:
         done = record["completion"]
+        reused_tokens = done.get("prompt_tokens_reused")
         call = Call(model=done["model"], prompt_tokens=done["prompt_tokens"],
                     completion_tokens=done["completion_tokens"], latency_s=done["latency_s"],
-                    cached=bool(done.get("cached")), step=record["step"])
+                    cached=bool(done.get("cached")), step=record["step"],
+                    evaluated=(None if reused_tokens is None or done.get("cached")
+                               else done["prompt_tokens"] - reused_tokens))
         turn, reused = sent.get(record["step"], (None, False))
         if (turn is not None and call.model == answering
                 and call.prompt_tokens == turn["prompt_tokens"]):
             del sent[record["step"]]  # the turn's first matching call is its answer
-            warm = warm and reused
+            # a call that counts what it evaluated is priced by that, not by the clock rule
+            warm = warm and reused and call.evaluated is None
             cell.answers.append(Call(**{**call.__dict__, "reused": warm}))
             warm = warm or not call.cached
         elif call.model == answering and answering != memory_model:
@@ -239,7 +252,7 @@ def fit_latency(calls: list[Call]) -> LatencyFit:
     ran = [c for c in calls if not c.cached and not c.reused]
     if len(ran) < 3:
         raise ConfigError(f"only {len(ran)} model call(s) ran uncached: too few to fit latency")
-    x = np.array([[1.0, c.prompt_tokens, c.completion_tokens] for c in ran])
+    x = np.array([[1.0, c.tokens_in, c.completion_tokens] for c in ran])
     y = np.array([c.latency_s for c in ran])
     coef = np.linalg.lstsq(x, y, rcond=None)[0]
     for _ in range(100):  # least absolute deviations by iteratively reweighted least squares
@@ -251,7 +264,8 @@ def fit_latency(calls: list[Call]) -> LatencyFit:
                       slowdown=float(y.sum() / fitted) if fitted > 0 else 1.0, n=len(ran),
                       median_abs_residual_s=float(np.median(np.abs(residual))),
                       residual_sd_s=float(residual.std()),
-                      prompt_tokens_range=(int(x[:, 1].min()), int(x[:, 1].max())))
+                      prompt_tokens_range=(min(c.prompt_tokens for c in ran),
+                                           max(c.prompt_tokens for c in ran)))
 
 
 def fit_models(cells: list[CellCost]) -> dict[str, LatencyFit]:
@@ -267,4 +281,4 @@ def effective_s(call: Call, fits: dict[str, LatencyFit]) -> float:
     """A call's seconds: as recorded, or (answered by the cache) as its model's fit expects."""
     if not call.cached:
         return call.latency_s
-    return fits[call.model].expected_s(call.prompt_tokens, call.completion_tokens)
+    return fits[call.model].expected_s(call.tokens_in, call.completion_tokens)

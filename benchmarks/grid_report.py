@@ -35,15 +35,15 @@ def totals_by(costs: list[dict], *keys: str) -> list[dict]:
 
 
 def size_check(cells: list[CellCost], fit: LatencyFit) -> list[dict]:
-    """Measured against fitted answer seconds per prompt size (``PROMPT_BINS``): where
-    prefill outgrows the line."""
+    """Measured against fitted answer seconds per prompt size (``PROMPT_BINS``, the whole
+    prompt: the context the evaluated tokens attend to): where prefill outgrows the line."""
     ran = [a for c in cells for a in c.answers if not a.cached and not a.reused]
     rows = []
     for low, high in zip(PROMPT_BINS, PROMPT_BINS[1:] + (None,), strict=True):
         own = [a for a in ran if low <= a.prompt_tokens < (high or float("inf"))]
         if own:
             measured = sum(a.latency_s for a in own) / len(own)
-            fitted = sum(fit.expected_s(a.prompt_tokens, a.completion_tokens)
+            fitted = sum(fit.expected_s(a.tokens_in, a.completion_tokens)
                          for a in own) / len(own)
             rows.append({"from_tokens": low, "to_tokens": high, "answers": len(own),
                          "measured_mean_s": round(measured, 1), "fitted_mean_s": round(fitted, 1),
@@ -66,9 +66,9 @@ def cell_speeds(cells: list[CellCost], fit: LatencyFit) -> dict:
     machine slowed the cell (1: as fast as the typical call)."""
     ratios = {}
     for cell in cells:
-        own = [a.latency_s / fit.median_s(a.prompt_tokens, a.completion_tokens)
+        own = [a.latency_s / fit.median_s(a.tokens_in, a.completion_tokens)
                for a in cell.answers if not a.cached and not a.reused
-               and fit.median_s(a.prompt_tokens, a.completion_tokens) > 0]
+               and fit.median_s(a.tokens_in, a.completion_tokens) > 0]
         if own:
             ratios[cell.run_id] = round(float(np.median(own)), 2)
     return ratios
@@ -124,7 +124,9 @@ def _answer_assumptions(p: Any, cells: list[CellCost], walls: dict) -> list[str]
         "calls, from the latencies the runs recorded per call and per turn; the manifests' "
         "started_at/finished_at span interrupted attempts and are not used. Kernel start-up "
         "and model loading (seconds per cell) are not counted.",
-        f"Answering call (1.5B on 1 thread) = {fit.a:.2f} + {fit.b:.4f} s x prompt tokens + "
+        f"Answering call (1.5B on 1 thread) = {fit.a:.2f} + {fit.b:.4f} s x prompt tokens "
+        "evaluated (those the call records as reused from llama.cpp's cache left out; all of "
+        f"them in runs that record none) + "
         f"{fit.c:.3f} s x completion tokens: a median regression over {fit.n} calls that ran "
         f"(prompts {fit.prompt_tokens_range[0]}-{fit.prompt_tokens_range[1]} tokens; median "
         f"|residual| {fit.median_abs_residual_s:.1f} s, residual SD {fit.residual_sd_s:.0f} s "
@@ -143,11 +145,14 @@ def _answer_assumptions(p: Any, cells: list[CellCost], walls: dict) -> list[str]
         f"{hours(walls['size_calibrated'])} h instead of {hours(walls['linear'])} h: closer for "
         "the sizes measured, still a lower bound beyond them. Not measured further: the CPU "
         "is running an experiment.",
-        "Consecutive full_context answers at the same shown minute evaluate only the new "
-        "message (llama.cpp keeps the shared prefix): priced at " + (
-            f"their measured mean {p.reused_s:.1f} s (over ~8k-token histories; longer ones "
-            "make them slower)." if p.reused_s is not None else
-            "the fit for the new message alone (none was measured)."),
+        "A full_context answer evaluates what its prompt does not share with the previous "
+        "answer's (the clock comes after the history, and memlab parks each prompt family's "
+        "state while other calls run): the history added since, plus the prompt besides the "
+        "history (over-counted by the system prompt, which is reused); the whole prompt at "
+        "the first answer and after a cut. Measured cells recorded before reuse was counted "
+        "price an answer at the same shown minute at " + (
+            f"their measured mean {p.reused_s:.1f} s." if p.reused_s is not None else
+            "the fit (none is in these cells)."),
         "Other conditions' answering prompt: the measured mean per suite and condition, for "
         "questions and the model's needle replies alike (recall returns a fixed number of "
         "items and recent turns, so it does not grow with the span).",

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grid_costs import PromptTurn, condition_key, reused_prefix, shown_time, whole_history
+from grid_costs import condition_key, whole_history
 
 from memlab.bench.base import SUITES, Suite, SuiteEvent
 from memlab.bench.questions import SCRIPTED_ACK, QuestionPlan
@@ -35,7 +35,8 @@ class Answer:
 
     prompt_tokens: int
     completion_tokens: int
-    reused: bool  # evaluates only the new message (see ``grid_costs.whole_history``)
+    reused: bool  # evaluates only the new message (the clock rule, ``grid_costs.reused_prefix``)
+    evaluated: int  # the prompt tokens the model evaluates (the rest reused from its cache)
 
 
 @dataclass
@@ -70,12 +71,20 @@ def build_suite(cell: RunSpec, cache: dict[str, Suite]) -> Suite:
     return cache[key]
 
 
-def size_target(cell: RunSpec, suite: Suite, *, prompt_tokens: float, completion_tokens: float,
-                needle_tokens: int, history_scale: float, prompt_overhead: float) -> Target:
+def size_target(cell: RunSpec, suite: Suite, *, prompt_tokens: float, evaluated_tokens: float,
+                completion_tokens: float, needle_tokens: int, history_scale: float,
+                prompt_overhead: float) -> Target:
     """``cell``'s stored turns and answers.
+
+    A whole-history answer evaluates what its prompt does not share with the previous answer's
+    (the clock comes after the history, ``agent.PROMPT_LAYOUT``, and memlab parks a prompt
+    family's state while other calls run, ``llm.prefix``): the history added since, and the
+    overhead (system prompt and the message; an over-count by the system prompt, which is
+    reused); all of it at the first answer and after a cut.
 
     Args:
         prompt_tokens: the condition's measured mean prompt (unused for whole-history ones).
+        evaluated_tokens: the mean of those tokens its answers evaluated (likewise).
         completion_tokens: tokens of an answer to a question; ``needle_tokens`` of a reply
             to a needle (when the model writes those).
         history_scale, prompt_overhead: the calibration of full_context's history count and
@@ -89,31 +98,46 @@ def size_target(cell: RunSpec, suite: Suite, *, prompt_tokens: float, completion
     key = condition_key(cell.condition, cell.probes_sleep)
     target = Target(cell=cell, key=key, window=cell.window, stored=sum(stored))
     prompts = [(round(prompt_tokens), 0)] * len(events)
+    evaluated = [round(evaluated_tokens)] * len(events)
     if whole_history(cell.condition):
         counter = TokenCounter(history_scale, cell.window)
         target.window = counter.context_window = answering_window(cell, suite, counter)
-        prompts = [(history + round(prompt_overhead), cut) for history, cut in
-                   history_at_answers(events, sent, stored, replies, counter)]
-    _add_answers(target, events, sent, stored, prompts, replies)
+        histories = history_at_answers(events, sent, stored, replies, counter)
+        prompts = [(history + round(prompt_overhead), cut) for history, cut in histories]
+        evaluated = new_tokens(histories, sent, round(prompt_overhead))
+    _add_answers(target, events, sent, stored, prompts, evaluated, replies)
     return target
 
 
-def _add_answers(target: Target, events: list[SuiteEvent], sent: list[bool],
-                 stored: list[bool], prompts: list[tuple[int, int]], replies: list[float]) -> None:
-    """The answers of ``target`` (a Table 2 cell asks its questions twice more)."""
-    reuse = reused_prefix(PromptTurn(s, st, shown_time(e.timestamp), cut) for e, s, st, (_, cut)
-                          in zip(events, sent, stored, prompts, strict=True))
-    asked = []
-    for event, is_sent, (prompt, _), reused, reply in zip(events, sent, prompts, reuse, replies,
-                                                          strict=True):
+def new_tokens(histories: list[tuple[int, int]], sent: list[bool], overhead: int) -> list[int]:
+    """Per event, the tokens a whole-history answer evaluates (0 where none is sent): see
+    ``size_target``."""
+    out, previous = [], None
+    for (history, cut), is_sent in zip(histories, sent, strict=True):
+        out.append(0)
         if is_sent:
-            answer = Answer(prompt, round(reply), reused and whole_history(target.key))
+            fresh = previous is None or previous[1] != cut or history < previous[0]
+            out[-1] = overhead + (history if fresh else history - previous[0])
+            previous = (history, cut)
+    return out
+
+
+def _add_answers(target: Target, events: list[SuiteEvent], sent: list[bool],
+                 stored: list[bool], prompts: list[tuple[int, int]], evaluated: list[int],
+                 replies: list[float]) -> None:
+    """The answers of ``target`` (a Table 2 cell asks its questions twice more)."""
+    asked = []
+    for event, is_sent, (prompt, _), new, reply in zip(events, sent, prompts, evaluated,
+                                                       replies, strict=True):
+        if is_sent:
+            answer = Answer(prompt, round(reply), False, new)
             target.answers.append(answer)
             target.needles += event.kind == "needle"
             asked += [answer] if event.kind == "question" else []
     target.questions = len(asked)
     if target.cell.probes_sleep:  # before and after the forced sleep, never reusing a prompt
-        target.answers += [Answer(a.prompt_tokens, a.completion_tokens, False) for a in asked] * 2
+        target.answers += [Answer(a.prompt_tokens, a.completion_tokens, False, a.prompt_tokens)
+                           for a in asked] * 2
         target.questions *= 3
 
 

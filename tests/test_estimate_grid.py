@@ -103,6 +103,25 @@ def test_reads_complete_cells_and_fits_the_calls_that_ran(measured: Path):
     assert fit.expected_s(2000, 10) == pytest.approx(seconds(2000, 10), rel=1e-3)
 
 
+def test_calls_that_count_their_reuse_are_fitted_on_what_they_evaluated(tmp_path: Path):
+    """A run recorded with ``prompt_tokens_reused``: the fit is on the tokens evaluated, and
+    no answer is priced by the clock rule."""
+    shapes = [(900, 900, 1), (1000, 100, 3), (1100, 100, 2), (1300, 200, 5)]
+    asked = [turn(i, "question", prompt_tokens=p, completion_tokens=c,
+                  timestamp="2024-01-02T10:00:00") for i, (p, _, c) in enumerate(shapes)]
+    records = []
+    for i, (p, new, c) in enumerate(shapes):
+        record = call(f"main:{i}", p, c, latency=seconds(new, c))
+        record["completion"]["prompt_tokens_reused"] = p - new
+        records.append(record)
+    write_cell(tmp_path, "full_context", asked, records)
+    (cell,), _ = read_cells(tmp_path)
+    assert [a.evaluated for a in cell.answers] == [900, 100, 100, 200]
+    assert not any(a.reused for a in cell.answers)
+    fit = fit_models([cell])[ANSWERING]
+    assert (fit.a, fit.b, fit.c) == pytest.approx((1.0, 0.01, 0.1), abs=1e-3)
+
+
 def test_the_cache_loads_no_prompt_to_reuse(tmp_path: Path):
     """A cached first answer leaves the model empty: the next one evaluates everything."""
     asked = [turn(i, "question", prompt_tokens=160, completion_tokens=1,
@@ -176,12 +195,16 @@ def test_projects_a_grid_from_the_measured_cells(measured: Path, tiny_spec: Path
     assert episodic["memory_s"] == pytest.approx(0.2 * episodic["stored_turns"], abs=0.1)
     assert episodic["total_s"] == pytest.approx(episodic["answers_s"] + episodic["memory_s"],
                                                 abs=0.1)
-    # full_context: the first answer evaluates the whole history, the rest reuse it (5 s each)
-    assert whole["reused_prefix_answers"] == whole["answers"] - 1
-    first = whole["answers_s"] - 5.0 * whole["reused_prefix_answers"]
-    prompt = whole["answer_prompt_tokens_max"]
-    assert first == pytest.approx(seconds(prompt, 2), abs=0.2)
+    # full_context: the clock after the history, so each answer evaluates the history added
+    # since the one before and the 100 tokens besides it; in all, the history once (no cut
+    # at this size) and the overhead once an answer
+    n, prompt = whole["answers"], whole["answer_prompt_tokens_max"]
     assert prompt > 1000  # the whole conversation of a span-1000 history is in the prompt
+    assert whole["reused_prefix_answers"] == 0  # the clock rule prices none
+    assert whole["answer_evaluated_tokens"] == prompt + 100 * (n - 1)
+    assert whole["answers_s"] == pytest.approx(
+        n * seconds(0, 2) + 0.01 * whole["answer_evaluated_tokens"], abs=0.2)
+    assert whole["answers_s"] < n * seconds(prompt, 2) / 2  # far from re-reading it each time
     assert report["two_cores"]["workers"] == 2
     assert "persona-rag-1000-s0" in report["measured"]["incomplete_skipped"]
     assert "wrote" in capsys.readouterr().out
