@@ -53,6 +53,7 @@ def import_graphiti() -> dict[str, Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
+            import kuzu
             from graphiti_core import Graphiti
             from graphiti_core.driver.kuzu_driver import KuzuDriver
             from graphiti_core.search.search_config_recipes import EDGE_HYBRID_SEARCH_RRF
@@ -62,8 +63,9 @@ def import_graphiti() -> dict[str, Any]:
     except ImportError:
         raise MissingDependencyError(
             f"the graphiti condition needs the graphiti extra; run: {INSTALL}") from None
-    return {"Graphiti": Graphiti, "KuzuDriver": KuzuDriver, "search": EDGE_HYBRID_SEARCH_RRF,
-            "SearchFilters": SearchFilters, "clients": graphiti_clients}
+    return {"Graphiti": Graphiti, "KuzuDriver": KuzuDriver, "kuzu": kuzu,
+            "search": EDGE_HYBRID_SEARCH_RRF, "SearchFilters": SearchFilters,
+            "clients": graphiti_clients}
 
 
 def group_id(scope_key: str) -> str:
@@ -113,6 +115,13 @@ class GraphitiMemory(PeerMemory):
             warnings.simplefilter("ignore", DeprecationWarning)
             driver = self.parts["KuzuDriver"](db=str(folder / f"{self.group}.kuzu"))
         driver._database = ""  # graphiti 0.31.2 compares group ids with it; Kuzu sets none
+        # one thread per query: Kuzu's ORDER BY leaves rows of equal score (two facts whose
+        # embeddings are equally near the query) in the order its threads happened to finish,
+        # and graphiti's rank fusion turns that order into the order of a dedupe prompt's
+        # facts: a resumed run's prompt once differed from an uninterrupted run's there, with
+        # the two graphs identical to the bit (tests/test_peers.py kill -9, ~1 run in 30)
+        driver.client = self.parts["kuzu"].AsyncConnection(
+            driver.db, max_concurrent_queries=1, max_threads_per_query=1)
         # graphiti leaves Kuzu's full-text indexes to the caller (its build step is a no-op
         # there); the fts extension is bundled with kuzu 0.11: nothing is downloaded
         await driver.execute_query("LOAD fts")
