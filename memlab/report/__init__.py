@@ -51,7 +51,8 @@ def write_paper(results_dir: str | Path, figures_dir: str | Path = "figures", *,
     if figures:
         written_figures |= {name: style.save(figure, name, figures_dir) for name, figure
                             in literature.literature_figures(results_dir, hand).items()}
-    text = findings.findings_text(frames["overview"][0], frames["paired_accuracy"][0])
+    text = findings.findings_text(frames["overview"][0], frames["paired_accuracy"][0],
+                                  frames["answer_forms"][0])
     (out / "findings.md").write_text(text)
     return {"figures": written_figures, "tables": written_tables,
             "findings": out / "findings.md"}

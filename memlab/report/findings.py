@@ -5,7 +5,8 @@ the discordance the runs actually showed; what the bounds show (oracle against v
 the answering model use evidence; full_context against the oracle); which memory conditions beat
 full_context, and which are above, not above or below vanilla, each with its paired difference,
 95% interval, the questions each side won and the Holm-corrected p (``memlab.report.paired``);
-and the evidence-recall ranking with intervals. "Beats" and "loses" mean Holm p < 0.05; a
+the evidence-recall ranking with intervals; and the answers that restate the question or
+abstain (``memlab.report.answer_forms``), which no score tells from wrong ones. "Beats" and "loses" mean Holm p < 0.05; a
 difference that does not reach it is stated as a difference, never as a win.
 """
 
@@ -16,7 +17,7 @@ import math
 import pandas as pd
 
 from memlab import stats
-from memlab.report import paired, summary
+from memlab.report import answer_forms, paired, summary
 from memlab.report.cells import p_text
 
 BOUNDS = ("vanilla", "oracle", "full_context")
@@ -24,17 +25,22 @@ BOUNDS = ("vanilla", "oracle", "full_context")
 
 def findings(scores: pd.DataFrame, turns: pd.DataFrame) -> str:
     """The findings of ``scores`` and ``turns`` (``memlab.report.data`` frames) as markdown."""
-    return findings_text(summary.overview(scores, turns), paired.accuracy_comparisons(scores))
+    return findings_text(summary.overview(scores, turns), paired.accuracy_comparisons(scores),
+                         answer_forms.answer_forms(turns))
 
 
-def findings_text(overview: pd.DataFrame, accuracy: pd.DataFrame) -> str:
-    """Markdown findings from ``summary.overview`` and ``paired.accuracy_comparisons`` frames:
-    one section per suite and span."""
+def findings_text(overview: pd.DataFrame, accuracy: pd.DataFrame,
+                  forms: pd.DataFrame | None = None) -> str:
+    """Markdown findings from ``summary.overview`` and ``paired.accuracy_comparisons`` frames
+    (and ``answer_forms.answer_forms``'s, when given): one section per suite and span."""
     sections = []
     for (suite, span), rows in overview.groupby(["suite", "span"], sort=True):
         pairs = accuracy[(accuracy["suite"] == suite) & (accuracy["span"] == span)]
+        lines = _section(rows, pairs)
+        if forms is not None:
+            lines += _forms(forms[(forms["suite"] == suite) & (forms["span"] == span)])
         sections.append("\n".join([f"### {suite} at {span} tokens", "",
-                                   *(f"- {line}" for line in _section(rows, pairs))]))
+                                   *(f"- {line}" for line in lines)]))
     return "\n\n".join(sections) + "\n"
 
 
@@ -158,3 +164,21 @@ def _recall(rows: pd.DataFrame) -> str:
         for c, r in ranked.iterrows())
     each = f" ({int(ranked['recall_n'].max())} questions each)" if same_n else ""
     return f"Evidence recall{each}: {shown}."
+
+
+def _forms(rows: pd.DataFrame) -> list[str]:
+    """How many free-text answers restate the question or abstain, per condition that has any."""
+    if rows.empty:
+        return []
+    parts = []
+    for form, name in (("echo", "restate the question (a lower bound)"),
+                       ("abstain", "abstain")):
+        some = rows[rows[form] > 0]
+        listed = ", ".join(
+            f"{c} {100 * r[form]:.1f}% "
+            f"({stats.interval_text(100 * r[f'{form}_low'], 100 * r[f'{form}_high'], 1)}; "
+            f"{int(r[f'{form}_n'])} answers)" for c, r in zip(some["condition"], some.to_dict(
+                "records"), strict=True))
+        parts.append(f"{name}: {listed}" if listed else f"{name}: none")
+    return [f"Free-text answers that {'; that '.join(parts)} "
+            "(`answer_forms`: a score cannot tell these from wrong answers)."]

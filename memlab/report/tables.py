@@ -10,6 +10,8 @@ The paper's own tables (one row per suite, span and condition unless said otherw
 - ``paired_accuracy`` / ``paired_recall``: each condition minus each reference arm on the same
   questions (``memlab.report.paired``);
 - ``ltm_ceilings``: the oracle's accuracy per LTM test type, model-limited types flagged;
+- ``answer_forms``: the free-text answers that restate the question or abstain
+  (``memlab.report.answer_forms``), which a score cannot tell from wrong ones;
 - ``peers`` / ``peers_paired``, when the results hold a complete mem0 or LangMem run: every
   run of the peers and of rag, hybrid and sleep per cell, and each peer minus each of those
   baselines on the same tests (``memlab.report.peers``);
@@ -29,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from memlab.errors import ConfigError
-from memlab.report import accuracy, data, paired, peers, recall, scaling, summary
+from memlab.report import accuracy, answer_forms, data, paired, peers, recall, scaling, summary
 from memlab.report.cells import fixed, p_text, shown
 
 BENCH_TABLES = ("table1", "table2", "ltm_scores", "persona_by_type", "costs")
@@ -132,7 +134,8 @@ def paper_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.Da
               "evidence_recall": (recall.evidence_recall(turns), recall_shown),
               "paired_accuracy": (paired.accuracy_comparisons(scores), paired_shown),
               "paired_recall": (paired.recall_comparisons(turns), paired_shown),
-              "ltm_ceilings": (accuracy.ceilings(scores), ceilings_shown)}
+              "ltm_ceilings": (accuracy.ceilings(scores), ceilings_shown),
+              "answer_forms": (answer_forms.answer_forms(turns), answer_forms.answer_forms_shown)}
     tables = {name: (frame, show(frame)) for name, (frame, show) in frames.items()}
     if scaling.has_several_spans(scores):  # the span-scaling experiment's crossover table
         tables["crossover"] = (scaling.crossover(frames["paired_accuracy"][0]), None)
