@@ -48,9 +48,37 @@ def test_a_date_just_before_an_anchor_is_right_and_the_anchor_wrong(gold, answer
 def test_a_fact_is_right_when_the_answer_holds_every_content_word_else_undecided():
     assert match_verdict("Paris, Rome", "Rome and Paris") is True
     assert match_verdict("for his business", "He closed it for the business.") is True
-    assert match_verdict("dinosaurs, nature", "The kids love nature.") is None
+    assert match_verdict("Running", "To run.") is True                 # one word, two forms
+    assert match_verdict("pottery classes", "She took a pottery class.") is True
     assert match_verdict("guinea pig", "Oscar") is None
     assert match_verdict("3", "Two") is None
+    assert match_verdict("Freedom and expressing herself", "Freedom") is None  # no list
+    # the reason after the semicolon is the gold's, not part of the fact asked
+    assert match_verdict('A Nintendo Switch; since the game "Xenoblade 2" is made for it',
+                         "Nintendo Switch") is True
+
+
+def test_a_right_and_a_wrong_alternative_together_are_wrong():
+    assert match_verdict("Running", "She got them for walking or running.") is False
+    assert match_verdict("tea or coffee", "Tea or coffee, she said.") is True
+
+
+def test_part_of_a_list_is_wrong():
+    assert match_verdict("dinosaurs, nature", "The kids love nature.") is False
+    assert match_verdict('"Nothing is Impossible", "Charlotte\'s Web"', "Charlotte's Web") is False
+    # every item touched: a paraphrase of the rest may be there, the judge decides
+    assert match_verdict("build trust, stay positive", "Stay positive and trusting.") is None
+
+
+@pytest.mark.parametrize(("gold", "answer", "verdict"), [
+    ("Likely no; since this one went badly", "No, Melanie did not go on another roadtrip.", True),
+    ("Likely no", "Yes, she would.", False),
+    ("Yes, since she collects classic children's books", "Yes, she likely would.", True),
+    ("Most likely yes", "No.", False),
+    ("Likely no", "Melanie might go again.", None),     # no stance taken: the judge decides
+])
+def test_a_yes_no_gold_is_judged_by_the_stance_the_answer_takes(gold, answer, verdict):
+    assert match_verdict(gold, answer) is verdict
 
 
 def test_date_of_reads_day_month_year_in_either_order():

@@ -10,16 +10,25 @@ checked by rule, as a person labelling them does:
   gold gives one, the same day where the gold gives one ("27 May 2023" is right for "May, 2023",
   "28 August" wrong for "27 August 2023", "8 May 2023" wrong for "2022"); an answer with no
   date is wrong;
+- a yes/no gold ("Likely no; since this one went badly", "Yes, she would"): an answer that
+  starts with yes or no is right when it takes the gold's stance, wrong when it takes the
+  other;
 - any other gold: right when the answer holds every content word of it (stop words aside,
-  numbers as digits, ordinals without their suffix).
+  numbers as digits, ordinals without their suffix, words compared by their stem: "run" holds
+  "running"), unless it offers alternatives the gold does not ("walking or running" for
+  "running": a right and a wrong alternative together are wrong); wrong when the gold lists
+  several things (separated by commas) and the answer gives one of them whole and not a word
+  of another ("nature" for "dinosaurs, nature": part of a list is wrong). A reason the gold
+  adds after a semicolon ("A Nintendo Switch; since ...") is not part of the fact.
 
 - a date a week, a weekend or a named day before an anchor ("the week before 9 June 2023",
   "two weekends before 17 July 2023"): a date in the two weeks before the anchor is right, the
   anchor itself wrong (the model copies the session date the gold counts back from).
 
 ``match_verdict`` returns None where no rule decides: another relative date ("since 2016", "a
-few years ago"), or a gold whose words the answer does not all hold (a paraphrase, an
-inference, a wrong answer). The strict judge then decides (``judges.matched_verdict``).
+few years ago"), a yes/no gold the answer does not start with yes or no to, or a gold whose
+words the answer does not all hold (a paraphrase, an inference, a wrong answer) and that is not
+a list the answer gives only part of. The strict judge then decides (``judges.matched_verdict``).
 """
 
 from __future__ import annotations
@@ -43,6 +52,8 @@ STOP_WORDS = frozenset(
 _BEFORE = re.compile(r"\b(week|weekend|weekends|monday|tuesday|wednesday|thursday|friday|"
                      r"saturday|sunday|day)\s+before\b")
 _ORDINAL = re.compile(r"(\d+)(st|nd|rd|th)\b")
+# "Yes", "No, she would not", "Likely no; since ...", "Most likely yes"
+_STANCE = re.compile(r"^\W*(?:(?:most\s+)?likely|probably)?[\s,]*(yes|no)\b")
 _WORD = re.compile(r"[a-z]+|\d+")
 
 
@@ -76,9 +87,41 @@ def match_verdict(gold: str, answer: str) -> bool | None:
         if before:
             return _just_before(gold_date, date_of(answer))
         return None if RELATIVE.search(gold.lower()) else _same_date(gold_date, date_of(answer))
-    content = [w for w in words(gold) if w not in STOP_WORDS]
-    if content and set(content) <= set(words(answer)):
-        return True
+    stance = _STANCE.match(gold.lower())
+    said = _STANCE.match(answer.lower())
+    if stance and said:
+        return stance.group(1) == said.group(1)
+    return _fact_verdict(gold, answer)
+
+
+def stem(word: str) -> str:
+    """A word without an inflection, so forms of one word compare equal ("running", "runs"
+    -> "run"; "dance", "dancing" -> "danc"; "classes", "class" -> "class")."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and not word.endswith("ss") and len(word) - len(suffix) >= 3:
+            word = word[:-len(suffix)]
+            if suffix in ("ing", "ed") and word[-1] == word[-2] and word[-1] not in "ls":
+                word = word[:-1]  # "running" -> "run"
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def _content(text: str) -> set[str]:
+    return {stem(w) for w in words(text) if w not in STOP_WORDS}
+
+
+def _fact_verdict(gold: str, answer: str) -> bool | None:
+    """A gold that is not a date: its content words, its list (see the module docstring); a
+    reason the gold gives after a semicolon ("A Nintendo Switch; since the game is made for
+    it") is not part of the fact."""
+    gold = gold.split(";")[0]
+    content, said = _content(gold), _content(answer)
+    if content and content <= said:
+        offers = "or" in words(answer) and "or" not in words(gold)
+        return not offers
+    items = [c for c in map(_content, gold.split(",")) if c]
+    if len(items) > 1 and any(i <= said for i in items) and any(not i & said for i in items):
+        return False
     return None
 
 
