@@ -51,7 +51,9 @@ def test_both_judges_see_the_answer_and_both_verdicts_are_recorded():
     assert (meta["j"], meta["j_strict"]) == (True, False)
     assert meta["judge_raw"] == '{"label": "CORRECT"}'
     assert meta["judge_strict_raw"] == '{"label": "WRONG"}'
-    assert race.score == 1.0  # the score stays Mem0's J, as the papers report it
+    # the score is J matched (no rule decides "Sometime in June": the strict judge's WRONG);
+    # Mem0's J, as the papers report it, stays in the metadata
+    assert race.score == 0.0
     assert "J: CORRECT, J strict: WRONG, J matched: WRONG" in race.reasoning[1]
     sent = [m[0].content for m in judge.history if "Sometime in June" in m[0].content]
     assert len(sent) == 2 and sent[1] == STRICT_PROMPT.format(
@@ -86,7 +88,7 @@ def test_a_date_the_rule_decides_takes_the_rules_verdict_over_the_strict_judge(a
     assert (meta["j_strict"], meta["j_matched"], meta["j_matched_by"]) == (
         strict == "CORRECT", matched, "rule")
     assert f"J matched: {'CORRECT' if matched else 'WRONG'}" in race.reasoning[1]
-    assert race.score == 1.0  # still Mem0's J
+    assert race.score == float(matched)  # J matched, not Mem0's CORRECT
     assert len(judge.history) == 2  # Mem0's and the strict judge: the rule asks no model
 
 

@@ -200,11 +200,13 @@ class LoCoMoSuite(PublishedSuite):
                                      for name, key in (("J", "j"), ("J strict", "j_strict"),
                                                        ("J matched", "j_matched")))
                            + ("" if reply else " (no answer)"))
-        lenient = verdicts["j"]
+        # the score is the judge measured against hand labels (J matched; docs/suites.md),
+        # Mem0's J and the strict judge stay beside it in the metadata
+        judged = verdicts["j_matched"]
         return TestScore(
             test_id=event.test_id or str(event.index), test_type=event.test_type or "question",
-            score=float(lenient) if lenient is not None else f1, max_score=1,
-            reasoning=reasons, judge="llm" if lenient is not None else "rule",
+            score=float(judged) if judged is not None else f1, max_score=1,
+            reasoning=reasons, judge="llm" if judged is not None else "rule",
             metadata={**meta, "event_index": event.index, "f1": f1, "bleu1": b1, **verdicts,
                       "judge_model": self.judge_model})
 
