@@ -432,7 +432,7 @@ def test_kill9_then_resume_pays_no_call_twice(tmp_path, key):
         (f"call {i}: resumed {a['step']}/{a['ordinal']} shape {a['shape'][:8]} reply "
          f"{a['completion']['text'][:60]!r}; clean {b['step']}/{b['ordinal']} shape "
          f"{b['shape'][:8]} reply {b['completion']['text'][:60]!r}"
-         for i, (a, b) in enumerate(zip(calls, clean_calls)) if a["key"] != b["key"]),
+         for i, (a, b) in enumerate(zip(calls, clean_calls, strict=False)) if a["key"] != b["key"]),
         f"{len(calls)} calls resumed, {len(clean_calls)} clean")
     manifest = json.loads((killed / "manifest.json").read_text())
     clean_manifest = json.loads((clean / "manifest.json").read_text())
