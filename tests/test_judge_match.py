@@ -76,6 +76,7 @@ def test_part_of_a_list_is_wrong():
     ("Yes, since she collects classic children's books", "Yes, she likely would.", True),
     ("Most likely yes", "No.", False),
     ("Likely no", "Melanie might go again.", None),     # no stance taken: the judge decides
+    ("No", "No information about it.", None),           # an abstention, not a stance
 ])
 def test_a_yes_no_gold_is_judged_by_the_stance_the_answer_takes(gold, answer, verdict):
     assert match_verdict(gold, answer) is verdict

@@ -54,6 +54,8 @@ _BEFORE = re.compile(r"\b(week|weekend|weekends|monday|tuesday|wednesday|thursda
 _ORDINAL = re.compile(r"(\d+)(st|nd|rd|th)\b")
 # "Yes", "No, she would not", "Likely no; since ...", "Most likely yes"
 _STANCE = re.compile(r"^\W*(?:(?:most\s+)?likely|probably)?[\s,]*(yes|no)\b")
+# an answer takes a stance with a bare yes or no ("No, she did not."), not "No information"
+_SAID_STANCE = re.compile(r"^\W*(yes|no)\s*(?:[,.!;:]|$)")
 _WORD = re.compile(r"[a-z]+|\d+")
 
 
@@ -88,9 +90,9 @@ def match_verdict(gold: str, answer: str) -> bool | None:
             return _just_before(gold_date, date_of(answer))
         return None if RELATIVE.search(gold.lower()) else _same_date(gold_date, date_of(answer))
     stance = _STANCE.match(gold.lower())
-    said = _STANCE.match(answer.lower())
-    if stance and said:
-        return stance.group(1) == said.group(1)
+    said = _SAID_STANCE.match(answer.lower())
+    if stance:  # a yes/no gold: the stance decides, or the judge where none is taken
+        return stance.group(1) == said.group(1) if said else None
     return _fact_verdict(gold, answer)
 
 
