@@ -112,6 +112,14 @@ def _content(text: str) -> set[str]:
     return {stem(w) for w in words(text) if w not in STOP_WORDS}
 
 
+def _offers_alternative(content: set[str], said: list[str], reach: int = 3) -> bool:
+    """Whether the answer puts one of the gold's words beside an "or" ("walking or running"),
+    not an "or" elsewhere ("running, for her health or fitness")."""
+    at = [i for i, w in enumerate(said) if w == "or"]
+    return any(stem(w) in content for i in at
+               for w in said[max(i - reach, 0):i + reach + 1] if w != "or")
+
+
 def _fact_verdict(gold: str, answer: str) -> bool | None:
     """A gold that is not a date: its content words, its list (see the module docstring); a
     reason the gold gives after a semicolon ("A Nintendo Switch; since the game is made for
@@ -119,8 +127,7 @@ def _fact_verdict(gold: str, answer: str) -> bool | None:
     gold = gold.split(";")[0]
     content, said = _content(gold), _content(answer)
     if content and content <= said:
-        offers = "or" in words(answer) and "or" not in words(gold)
-        return not offers
+        return "or" in words(gold) or not _offers_alternative(content, words(answer))
     items = [c for c in map(_content, gold.split(",")) if c]
     if len(items) > 1 and any(i <= said for i in items) and any(not i & said for i in items):
         return False
