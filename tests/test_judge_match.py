@@ -68,6 +68,9 @@ def test_a_right_and_a_wrong_alternative_together_are_wrong():
 def test_part_of_a_list_is_wrong():
     assert match_verdict("dinosaurs, nature", "The kids love nature.") is False
     assert match_verdict('"Nothing is Impossible", "Charlotte\'s Web"', "Charlotte's Web") is False
+    # a list of alternatives ("or"): one of them may be the answer, the judge decides
+    assert match_verdict("activities like running, reading, or playing the violin",
+                         "Reading") is None
     # every item touched: a paraphrase of the rest may be there, the judge decides
     assert match_verdict("build trust, stay positive", "Stay positive and trusting.") is None
 
