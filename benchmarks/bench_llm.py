@@ -3,8 +3,13 @@
 Each configuration runs in a fresh process so load time and resident memory are its own.
 Writes ``benchmarks/results/llm.json`` and prints a markdown table.
 
+With ``--concurrent N`` each configuration runs as N processes at once (as ``memlab grid``'s
+N workers do, one thread each on 2 cores), each row one process, so their rates are what one
+worker gets while the others run; grid_floor.py prices a grid's tokens by them.
+
 Usage:
     python benchmarks/bench_llm.py [--sizes 0.5b,135m] [--threads 2] [--flash-attn default|both]
+        [--concurrent 1] [--out benchmarks/results/llm.json]
 """
 
 from __future__ import annotations
@@ -51,8 +56,9 @@ def _rss_mb() -> float:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def measure(size: str, n_threads: int | None, flash_attn: bool | None) -> dict:
-    """One configuration, in this (fresh) process."""
+def measure(size: str, n_threads: int | None, flash_attn: bool | None, barrier=None) -> dict:
+    """One configuration, in this (fresh) process; with ``barrier``, the call starts when every
+    process running beside it has loaded its model."""
     import llama_cpp
 
     from memlab.config import get_settings
@@ -67,6 +73,8 @@ def measure(size: str, n_threads: int | None, flash_attn: bool | None) -> dict:
     messages = [{"role": "user", "content": text + "\n\nRetell the notes above in detail."}]
     llm.llama.reset()
     llama_cpp.llama_perf_context_reset(llm.llama.ctx)
+    if barrier is not None:
+        barrier.wait()
     start = time.perf_counter()
     out = llm.complete(messages, max_tokens=GEN_TOKENS)
     wall_s = time.perf_counter() - start
@@ -84,21 +92,26 @@ def measure(size: str, n_threads: int | None, flash_attn: bool | None) -> dict:
     }
 
 
-def _child(queue, size, n_threads, flash_attn) -> None:
+def _child(queue, size, n_threads, flash_attn, barrier=None) -> None:
     try:
-        queue.put(measure(size, n_threads, flash_attn))
+        queue.put(measure(size, n_threads, flash_attn, barrier))
     except Exception as exc:  # report, keep measuring the other configurations
         queue.put({"size": size, "error": f"{type(exc).__name__}: {exc}"})
 
 
-def run_isolated(size: str, n_threads: int | None, flash_attn: bool | None) -> dict:
+def run_isolated(size: str, n_threads: int | None, flash_attn: bool | None,
+                 concurrent: int = 1) -> list[dict]:
+    """One configuration in ``concurrent`` fresh processes started together; a row each."""
     ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(queue, size, n_threads, flash_attn))
-    proc.start()
-    result = queue.get()
-    proc.join()
-    return result
+    queue, barrier = ctx.Queue(), ctx.Barrier(concurrent, timeout=600)
+    procs = [ctx.Process(target=_child, args=(queue, size, n_threads, flash_attn, barrier))
+             for _ in range(concurrent)]
+    for proc in procs:
+        proc.start()
+    rows = [queue.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    return [{**row, "concurrent": concurrent} for row in rows]
 
 
 def machine() -> dict:
@@ -132,13 +145,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", default="default",
                         help="comma-separated thread counts, 'default' = memlab's default")
     parser.add_argument("--flash-attn", choices=["default", "both"], default="default")
+    parser.add_argument("--concurrent", type=int, default=1,
+                        help="processes run at once per configuration (a row each)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     threads = [None if t == "default" else int(t) for t in args.threads.split(",")]
     flash = [None] if args.flash_attn == "default" else [False, True]
     info = machine()
-    rows = [run_isolated(size, t, f) for size in args.sizes.split(",")
-            for t in threads for f in flash]
+    rows = [row for size in args.sizes.split(",") for t in threads for f in flash
+            for row in run_isolated(size, t, f, args.concurrent)]
     report = {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
               "prompt_tokens_target": PROMPT_TOKENS, "gen_tokens_max": GEN_TOKENS,
               "machine": info, "results": rows}
