@@ -227,3 +227,74 @@ def test_json_newlines_lets_the_local_grammar_break_lines_and_keeps_every_other_
     llm.complete(ask, json_schema=schema)
     llm.complete(ask, json_schema=schema, json_newlines=True)
     assert "json_newlines" not in llm.params[0] and llm.params[1]["json_newlines"] is True
+
+
+def test_written_keeps_the_whole_schema_and_cuts_the_reply_after_the_leading_fields() -> None:
+    from memlab.models.sleep import CompressionResult
+
+    whole = ('{"summary": "The user keeps a cat.", "key_concepts": ["cat", "pet"], '
+             '"themes": ["home"], "relationships": [], "confidence": 0.9}')
+    llm = FakeLLM([whole])
+    result = complete_json(llm, [{"role": "user", "content": "Episode 1: I keep a cat."}],
+                           CompressionResult, max_items=MEMORY_MAX_ITEMS,
+                           written=("summary", "key_concepts"))
+    shown = llm.history[0][-1].content
+    assert '"themes"' in shown and '"confidence"' in shown  # the prompt asks for all five
+    schema = prompt_schema(CompressionResult, max_items=MEMORY_MAX_ITEMS)
+    assert llm.params[0]["json_schema"] == schema and llm.params[0]["json_fields"] == 2
+    assert result.key_concepts == ["cat", "pet"] and result.themes == []
+    assert result.confidence == 0.5  # the model's 0.9 came after the cut
+
+
+@pytest.mark.parametrize("names", [("key_concepts",), ("summary", "themes"), ("nope",), ()])
+def test_written_must_be_the_schemas_first_fields_in_order(names) -> None:
+    from memlab.llm.structured import check_leading
+    from memlab.models.sleep import CompressionResult
+
+    with pytest.raises(ValueError, match="first properties"):
+        check_leading(prompt_schema(CompressionResult), names)
+
+
+@pytest.mark.integration
+def test_written_fields_come_out_as_the_whole_reply_has_them_on_the_real_model() -> None:
+    """The compressor's cut (memlab.sleep.compress.COMPRESS_WRITTEN) on the 0.5B, greedy: the
+    summary and concepts are the whole reply's, written in fewer tokens."""
+    from services import require_or_skip
+
+    from memlab.config import Settings
+    from memlab.errors import MissingDependencyError
+    from memlab.llm.local import LocalLLM
+    from memlab.llm.structured import complete_json_reply
+    from memlab.models.sleep import CompressionResult, Episode
+    from memlab.sleep.compress import COMPRESS_PROMPT, COMPRESS_WRITTEN, render_episodes
+
+    try:  # one model each (windows no other test loads), each reading the prompt afresh: a
+        # prompt reused from the call before is evaluated from another split, and greedy
+        # decoding may then part at a near tie
+        models = [LocalLLM("0.5b", n_ctx=n_ctx, settings=Settings(llm_cache=False))
+                  for n_ctx in (4095, 4094)]
+    except MissingDependencyError as exc:
+        require_or_skip(str(exc))
+    from datetime import UTC, datetime
+
+    episodes = [Episode(id=f"e{i}", content=f'User: {text}\nAI: ',
+                        timestamp=datetime(2023, 1, 20 + i, 16, 4, tzinfo=UTC))
+                for i, text in enumerate([  # LoCoMo-like turns, on which the 0.5B writes lists
+                    'Caroline said, "I went to a LGBTQ support group yesterday and it was so '
+                    'powerful."',
+                    'Melanie said, "That\'s great! I painted a lake sunrise last year; painting '
+                    'helps me relax."',
+                    'Caroline said, "I\'m keen on counseling and mental health jobs, to help '
+                    'people like me."'])]
+    ask = [{"role": "system", "content": COMPRESS_PROMPT},
+           {"role": "user", "content": render_episodes(episodes)}]
+    kwargs = dict(max_tokens=256, max_items=MEMORY_MAX_ITEMS, max_chars=MEMORY_MAX_CHARS)
+    whole = complete_json_reply(models[0], ask, CompressionResult, **kwargs)
+    cut = complete_json_reply(models[1], ask, CompressionResult, written=COMPRESS_WRITTEN,
+                              **kwargs)
+    assert whole.attempts == cut.attempts == 1
+    assert cut.value.summary == whole.value.summary
+    assert cut.value.key_concepts == whole.value.key_concepts
+    assert whole.value.key_concepts and (whole.value.themes or whole.value.relationships)
+    assert cut.value.themes == cut.value.relationships == []
+    assert models[1].calls == 1 and models[0].calls == 1

@@ -39,14 +39,14 @@ def _memory_texts() -> list[str]:
     from memlab.memory.hybrid_extract import EXTRACT_PROMPT
     from memlab.memory.hybrid_forget import FORGET_PROMPT
     from memlab.models.sleep import Episode
-    from memlab.sleep.compress import COMPRESS_PROMPT, render_episodes
+    from memlab.sleep.compress import COMPRESS_PROMPT, COMPRESS_WRITTEN, render_episodes
     from memlab.sleep.induce import SCHEMA_PROMPT
 
     episodes = [Episode(id=f"e{i}", content="User: hi\nAI: hello",
                         timestamp=datetime(2024, 1, 1 + i // 2, 9 + i, tzinfo=UTC))
                 for i in range(3)]  # how episodes are laid out for the compressor
     return [EXTRACT_PROMPT, COMPRESS_PROMPT, SCHEMA_PROMPT, FORGET_PROMPT,
-            render_episodes(episodes)]
+            render_episodes(episodes), repr(COMPRESS_WRITTEN)]
 
 
 def _structured_texts() -> list[str]:

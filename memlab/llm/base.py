@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memlab.errors import LLMError
+from memlab.llm.jsoncut import cut_after_fields
 from memlab.registry import Registry
 
 Role = Literal["system", "user", "assistant"]
@@ -86,6 +87,7 @@ class LLMClient(ABC):
         choices: list[str] | None = None,
         json_newlines: bool = False,
         stop_on_loop: bool = False,
+        json_fields: int | None = None,
     ) -> Completion:
         """Answer ``messages``.
 
@@ -98,6 +100,9 @@ class LLMClient(ABC):
                 tokens of a cycle of at most ``LOOP_PERIOD``) where the backend can (the local
                 model): the 1.5B model otherwise fills a tool argument with "/0/0/0..." up to
                 ``max_tokens``. The reply is cut where the loop was seen.
+            json_fields: the reply (a JSON object) ends after its first ``json_fields`` values
+                (``memlab.llm.jsoncut``): the local model stops generating there; every
+                backend's text is cut after that value and the object closed.
         """
         msgs = as_messages(messages)
         params = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop,
@@ -106,6 +111,8 @@ class LLMClient(ABC):
             params["json_newlines"] = True
         if stop_on_loop:  # likewise
             params["stop_on_loop"] = True
+        if json_fields:  # likewise
+            params["json_fields"] = json_fields
         key = params | self.cache_identity(params)
         if self.cache is not None:
             hit = self.cache.get(self.provider, self.model, msgs, key)
@@ -118,6 +125,9 @@ class LLMClient(ABC):
             self._note_failure(exc)
             raise
         self.calls += 1
+        if json_fields:
+            result = result.model_copy(update={"text": cut_after_fields(result.text,
+                                                                        json_fields)})
         if not result.latency_s:
             result.latency_s = time.perf_counter() - start
         if self.cache is not None:

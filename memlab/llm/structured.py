@@ -66,6 +66,20 @@ def _drop_titles(node: Any, *, in_properties: bool = False) -> Any:
     return node
 
 
+def check_leading(schema: dict[str, Any], names: list[str] | tuple[str, ...]) -> int:
+    """How many fields ``names`` are; they must be the first properties of ``schema`` (an
+    object's), in order.
+
+    Raises:
+        ValueError: they are not (the reply would be cut before a field it needs).
+    """
+    properties = list(schema.get("properties", {}))
+    if not names or properties[:len(names)] != list(names):
+        raise ValueError(f"written: {list(names)} must be the first properties of the reply's "
+                         f"schema in order ({properties})")
+    return len(names)
+
+
 def json_instruction(schema: dict[str, Any]) -> str:
     return ("Reply with only a JSON object, no prose and no code fence, that matches this "
             "JSON schema:\n" + json.dumps(schema, separators=(",", ":")))
@@ -155,7 +169,8 @@ def complete_json_reply(client: LLMClient, messages: list[Message] | list[dict[s
                         temperature: float = 0.0, max_items: int | None = None,
                         max_chars: int | None = None, compact: bool = False,
                         instruction: str | None = None,
-                        schema: dict[str, Any] | None = None) -> StructuredReply:
+                        schema: dict[str, Any] | None = None,
+                        written: list[str] | tuple[str, ...] | None = None) -> StructuredReply:
     """Ask ``client`` for an instance of ``model_cls``; the reply says how many re-asks it took.
 
     Args:
@@ -169,6 +184,11 @@ def complete_json_reply(client: LLMClient, messages: list[Message] | list[dict[s
             already describes the reply, e.g. a list of tools); the schema still constrains.
         schema: the JSON schema that constrains generation, when it must say more than
             ``model_cls`` can (per-position tuples); the reply is validated by ``model_cls``.
+        written: the leading properties the model writes: the prompt and the grammar are the
+            whole schema's, so the model writes them as it would anyway, and the reply ends
+            after the last of them (``LLMClient.complete``'s ``json_fields``); the fields after
+            it are never generated and take ``model_cls``'s defaults. For replies whose later
+            fields nothing reads.
 
     Raises:
         StructuredOutputError: every attempt failed; ``raw_text`` is the last reply and
@@ -177,12 +197,13 @@ def complete_json_reply(client: LLMClient, messages: list[Message] | list[dict[s
     """
     schema = schema or prompt_schema(model_cls, max_items=max_items, max_chars=max_chars)
     shown = compact_schema(schema) if compact else schema
+    fields = check_leading(schema, written) if written else None
     convo = with_instruction(as_messages(messages), instruction or json_instruction(shown))
     errors: list[str] = []
     raw = ""
     for attempt in range(1, max_retries + 2):
         raw = client.complete(convo, max_tokens=max_tokens, temperature=temperature,
-                              json_schema=schema).text
+                              json_schema=schema, json_fields=fields).text
         try:
             return StructuredReply(value=parse_model(raw, model_cls), attempts=attempt,
                                    errors=errors)

@@ -166,16 +166,17 @@ def _legacy_stored(store: Path, kind: str) -> list[dict[str, Any]]:
 
 
 def consolidated_memories(run_dir: str | Path) -> pd.DataFrame:
-    """The ConsolidatedMemory records the run's sleep cycles wrote (summary, concepts, sources)."""
+    """The ConsolidatedMemory records the run's sleep cycles wrote (summary, concepts, sources:
+    what recall reads; the compressor no longer has the model write themes or a confidence,
+    ``memlab.sleep.compress.COMPRESS_WRITTEN``)."""
     from memlab.stores.consolidated import ConsolidatedMemoryStore
 
     rows = [{"summary": r.get("summary"), "key_concepts": ", ".join(r.get("key_concepts") or []),
-             "themes": ", ".join(r.get("themes") or []), "confidence": r.get("confidence"),
              "source episodes": len(r.get("source_episode_ids") or []),
              "access_count": r.get("access_count")}
             for r in _stored(run_dir, ConsolidatedMemoryStore.table)]
-    return pd.DataFrame(rows, columns=["summary", "key_concepts", "themes", "confidence",
-                                       "source episodes", "access_count"])
+    return pd.DataFrame(rows, columns=["summary", "key_concepts", "source episodes",
+                                       "access_count"])
 
 
 def schemas_formed(run_dir: str | Path) -> pd.DataFrame:
