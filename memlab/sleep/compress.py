@@ -27,10 +27,10 @@ COMPRESS_PROMPT = (
 # What the compressor has the model write: the summary and key concepts, the fields a
 # ConsolidatedMemory is recalled by (seed 002 stores summary and key_concepts; its themes,
 # relationships and confidence are read by nothing). The prompt and the schema it shows still ask
-# for all five, so the summary and concepts come out as they would (the same greedy tokens); the
-# grammar ends the reply after the concepts, which saves about 30% of the tokens the 0.5B wrote
-# in the standard grid's compressions and the re-asks of the 4% of replies that the token
-# limit cut inside the unread fields (docs/efficiency.md).
+# for all five, so the summary and concepts come out as they would (the same greedy tokens), and
+# the reply ends after the concepts (``memlab.llm.jsoncut``). In the standard grid's 684
+# compressions 29% of what the 0.5B wrote came after the concepts, and 30 replies ran into the
+# token limit there (then repaired or re-asked); see docs/efficiency.md for the seconds.
 COMPRESS_WRITTEN = ("summary", "key_concepts")
 
 
