@@ -5,6 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.memlab-installed
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+# llama.cpp's native build compiles its AMX kernels on a CPU that reports AMX, and they fault there
+# (general protection at ldtilecfg, measured on a Xeon with amx_tile/amx_int8): leave them out.
+ifeq ($(shell uname -m),x86_64)
+export CFLAGS += -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+export CXXFLAGS += -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+endif
 
 .PHONY: setup test test-fast paper paper-full lab lint bench clean
 
