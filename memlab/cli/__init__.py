@@ -40,8 +40,8 @@ Start here:
 """
 EPILOG = "Each command has its own help: memlab <command> --help"
 # Modules of memlab.cli that add commands, in the order --help lists them.
-COMMAND_MODULES = ("runs", "replay", "serving", "seeds", "goodai", "listings", "suites_info",
-                   "namespaces")
+COMMAND_MODULES = ("runs", "replay", "labels", "serving", "seeds", "goodai", "listings",
+                   "suites_info", "namespaces")
 
 Handler = Callable[[argparse.Namespace], int]
 

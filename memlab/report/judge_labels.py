@@ -53,6 +53,7 @@ class JudgeLabel(BaseModel):
     gold: str
     label: Literal["CORRECT", "WRONG"]
     reason: str = Field(min_length=1)
+    question: str | None = None  # as asked: a label sheet (``label_sheet``) carries it
 
     @field_validator("reason")
     @classmethod
@@ -106,9 +107,8 @@ def labelled(labels: pd.DataFrame, questions: pd.DataFrame) -> pd.DataFrame:
         ConfigError: a label names no answered question of the runs, or another answer than
             the run gave (the first few named).
     """
-    answered = questions[questions["answered"]].assign(
-        condition=lambda f: f["condition"].astype(str))
-    joined = labels.merge(answered, on=["test_id", "condition"], how="left", indicator=True)
+    joined = labels.merge(_answered(questions), on=["test_id", "condition"], how="left",
+                          indicator=True)
     missing = joined[joined["_merge"] == "left_only"]
     if len(missing):
         raise ConfigError(f"labels: {len(missing)} name no answered question of the runs, e.g. "
@@ -118,6 +118,12 @@ def labelled(labels: pd.DataFrame, questions: pd.DataFrame) -> pd.DataFrame:
         raise ConfigError(f"labels: {len(stale)} label another answer than the run's, e.g. "
                           f"{stale[['condition', 'test_id']].values.tolist()[:3]}: relabel them")
     return joined.drop(columns="_merge")
+
+
+def _answered(questions: pd.DataFrame) -> pd.DataFrame:
+    """The answered questions, to join to labels (which carry their own question and gold)."""
+    return questions[questions["answered"]].drop(columns=["question", "gold"], errors="ignore"
+                                                 ).assign(condition=lambda f: f["condition"].astype(str))
 
 
 def _rate(outcomes: pd.Series, name: str) -> dict:
@@ -147,9 +153,7 @@ def matching(labels: pd.DataFrame, questions: pd.DataFrame) -> pd.DataFrame:
     """The labels whose answer is one the runs gave, joined to its verdicts (``labelled``'s
     rows); a label of another run's answer (another grid, another prompt) is left out, not an
     error: a grid's table counts the labels it could use."""
-    answered = questions[questions["answered"]].assign(
-        condition=lambda f: f["condition"].astype(str))
-    joined = labels.merge(answered, on=["test_id", "condition"], how="inner")
+    joined = labels.merge(_answered(questions), on=["test_id", "condition"], how="inner")
     same = joined["answer"].str.strip() == joined["reply"].fillna("").str.strip()
     return joined[same].reset_index(drop=True)
 

@@ -34,7 +34,7 @@ LONGMEMEVAL_ORDER = ("single-session-user", "single-session-assistant",
                      "temporal-reasoning", "overall", "task-averaged", "abstention")
 QUESTION_COLUMNS = ["condition", "run_id", "test_id", "test_type", "answered", "score",
                     "j_strict", "j_matched", "f1", "bleu1", "reply", "reached", "evidence",
-                    "prompt_tokens", "search_s", "total_s", "abstention"]
+                    "prompt_tokens", "search_s", "total_s", "abstention", "question", "gold"]
 VERDICTS = ("j_strict", "j_matched")  # LoCoMo's 0/1 verdicts beside ``score`` (Mem0's J)
 
 
@@ -48,7 +48,8 @@ def questions_frame(results_dir: str | Path, suite: str) -> pd.DataFrame:
     and evidence
     (evidence turns reached / named), prompt_tokens, search_s (memory recall) and total_s
     (recall + answer; NaN when the answer came from the response cache: its time is a lookup,
-    not an answer), abstention (LongMemEval).
+    not an answer), abstention (LongMemEval), question (as asked) and gold (the answer the
+    data set gives; None where its metadata holds none).
     """
     scores, turns = data.scores_frame(results_dir), data.turns_frame(results_dir)
     if scores.empty or suite not in set(scores["suite"]):
@@ -72,7 +73,8 @@ def questions_frame(results_dir: str | Path, suite: str) -> pd.DataFrame:
         "search_s": rows["memory_latency_s"].astype(float),
         "total_s": (rows["memory_latency_s"].astype(float) + rows["llm_latency_s"].astype(float)
                     ).where(~rows["cached"].fillna(False).astype(bool)),
-        "abstention": meta.map(lambda m: bool(m.get("abstention", False)))})
+        "abstention": meta.map(lambda m: bool(m.get("abstention", False))),
+        "question": rows["text"], "gold": meta.map(lambda m: m.get("answer"))})
     return data.order_conditions(out[QUESTION_COLUMNS])
 
 
