@@ -47,3 +47,15 @@ def test_the_labels_span_conditions_categories_and_both_verdicts():
     assert set(labels["condition"]) >= {"oracle", "vanilla", "rag"}
     counts = labels.groupby("condition")["label"].value_counts().unstack()
     assert (counts > 0).all().all()  # every condition has CORRECT and WRONG answers
+
+
+def test_the_held_out_labels_are_labels_of_other_answers_than_the_210():
+    """data/locomo_heldout_labels.jsonl: blind labels of the locomo grid's answers (memlab
+    labels sheet), kept apart from the 210 the matched rule was revised on until the grid's
+    records are committed."""
+    held_out = read_labels(ROOT / "data" / "locomo_heldout_labels.jsonl")
+    labels = read_labels(LABELS)
+    assert len(held_out) >= 40 and held_out["question"].notna().all()
+    assert not set(zip(held_out["test_id"], held_out["condition"], strict=True)) & set(
+        zip(labels["test_id"], labels["condition"], strict=True))
+    assert set(held_out["label"]) == {"CORRECT", "WRONG"}
