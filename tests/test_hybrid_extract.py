@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from memlab.bench.suites.ltm_generate import TRIGGERS
 from memlab.llm.fake import FakeLLM
 from memlab.memory.base import Exchange
@@ -77,6 +79,24 @@ def test_a_reply_that_is_never_json_falls_back_to_the_rules():
     assert [c.content for c in found] == ["The user's favourite colour is Teal."]
 
 
+def test_a_reply_that_repeats_its_candidates_ends_at_the_first_repeat_in_one_call():
+    """The 0.5B on LoCoMo: once it repeats a candidate it repeats until max_tokens, and the
+    unfinished JSON failed all three attempts and fell back to the rules; the reply now ends
+    before the repeat, so the candidates it wrote are kept on the first call."""
+    fact = {"subject": "research", "content": "The user is off to do some research.",
+            "confidence": 0.9}
+    other = {"subject": "relaxing", "content": "The user says relaxing is key.",
+             "confidence": 0.9}
+    looping = json.dumps({"candidates": [fact, other, fact, other]})[:-30]  # cut mid-element
+    llm = FakeLLM([looping])
+    found, extractor, failure = extract_candidates(llm, Exchange(
+        user="Relaxing and expressing ourselves is key. I'm off to go do some research.",
+        assistant="", turn_number=17), check=True)
+    assert (extractor, failure, llm.calls) == ("llm", None, 1)
+    assert [c.subject for c in found] == ["research", "relaxing"]
+    assert llm.params[0]["json_repeats"] is True
+
+
 def test_bench_statements_are_held_out_of_the_development_set():
     held_out = bench_extraction.statements(8, 1)
     used = bench_extraction.DEVELOPMENT
@@ -107,3 +127,25 @@ def test_bench_scores_a_statement_by_its_value():
                                          "reply 'Time to learn a new card trick'."])
     assert not bench_extraction.kept(bored, ["The user wants to learn a new card trick."])
     assert not bench_extraction.kept(bored, ["The user wants to be called Rowan."])
+
+
+@pytest.mark.integration
+def test_a_locomo_turn_the_0_5b_loops_on_is_extracted_in_one_call_on_the_real_model():
+    """The locomo grid's hybrid cell, turn 17: the 0.5B repeats its candidates until its 192
+    tokens end; before the cut that failed three attempts (88 s) and fell back to the rules."""
+    from services import require_or_skip
+
+    from memlab.config import Settings
+    from memlab.errors import MissingDependencyError
+    from memlab.llm.local import LocalLLM
+
+    try:
+        llm = LocalLLM("0.5b", settings=Settings(llm_cache=False))
+    except MissingDependencyError as exc:
+        require_or_skip(str(exc))
+    found, extractor, failure = extract_candidates(llm, Exchange(
+        user='Caroline said, "Totally agree, Mel. Relaxing and expressing ourselves is key. '
+             'Well, I\'m off to go do some research."', assistant="", turn_number=17),
+        check=True)
+    assert (extractor, failure, llm.calls) == ("llm", None, 1)
+    assert any("research" in c.content for c in found)

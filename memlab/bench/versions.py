@@ -36,7 +36,7 @@ def _agent_texts() -> list[str]:
 
 
 def _memory_texts() -> list[str]:
-    from memlab.memory.hybrid_extract import EXTRACT_PROMPT
+    from memlab.memory.hybrid_extract import EXTRACT_PROMPT, EXTRACT_STOPS_REPEATS
     from memlab.memory.hybrid_forget import FORGET_PROMPT
     from memlab.models.sleep import Episode
     from memlab.sleep.compress import COMPRESS_PROMPT, COMPRESS_WRITTEN, render_episodes
@@ -46,7 +46,8 @@ def _memory_texts() -> list[str]:
                         timestamp=datetime(2024, 1, 1 + i // 2, 9 + i, tzinfo=UTC))
                 for i in range(3)]  # how episodes are laid out for the compressor
     return [EXTRACT_PROMPT, COMPRESS_PROMPT, SCHEMA_PROMPT, FORGET_PROMPT,
-            render_episodes(episodes), repr(COMPRESS_WRITTEN)]
+            render_episodes(episodes), repr(COMPRESS_WRITTEN),
+            f"extraction stops repeats: {EXTRACT_STOPS_REPEATS}"]
 
 
 def _structured_texts() -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memlab.errors import LLMError
-from memlab.llm.jsoncut import cut_after_fields
+from memlab.llm.jsoncut import cut_after_fields, cut_repeats
 from memlab.registry import Registry
 
 Role = Literal["system", "user", "assistant"]
@@ -88,6 +88,7 @@ class LLMClient(ABC):
         json_newlines: bool = False,
         stop_on_loop: bool = False,
         json_fields: int | None = None,
+        json_repeats: bool = False,
     ) -> Completion:
         """Answer ``messages``.
 
@@ -103,6 +104,10 @@ class LLMClient(ABC):
             json_fields: the reply (a JSON object) ends after its first ``json_fields`` values
                 (``memlab.llm.jsoncut``): the local model stops generating there; every
                 backend's text is cut after that value and the object closed.
+            json_repeats: the reply (a JSON object) ends before the first element of one of
+                its lists that repeats an earlier element word for word
+                (``memlab.llm.jsoncut.cut_repeats``): the local model stops once that element
+                is written; every backend's text is cut before it and the object closed.
         """
         msgs = as_messages(messages)
         params = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop,
@@ -113,6 +118,8 @@ class LLMClient(ABC):
             params["stop_on_loop"] = True
         if json_fields:  # likewise
             params["json_fields"] = json_fields
+        if json_repeats:  # likewise
+            params["json_repeats"] = True
         key = params | self.cache_identity(params)
         if self.cache is not None:
             hit = self.cache.get(self.provider, self.model, msgs, key)
@@ -128,6 +135,8 @@ class LLMClient(ABC):
         if json_fields:
             result = result.model_copy(update={"text": cut_after_fields(result.text,
                                                                         json_fields)})
+        if json_repeats:
+            result = result.model_copy(update={"text": cut_repeats(result.text)})
         if not result.latency_s:
             result.latency_s = time.perf_counter() - start
         if self.cache is not None:

@@ -20,7 +20,7 @@ from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, LLMError, MissingDependencyError
 from memlab.llm.base import Completion, LLMClient, Message, as_messages, ends_in_loop
 from memlab.llm.grammars import grammar_for, grammar_version
-from memlab.llm.jsoncut import FieldsStop
+from memlab.llm.jsoncut import FieldsStop, RepeatStop
 from memlab.llm.prefix import PrefixStates, common_prefix
 from memlab.llm.sampling import greedy_first
 from memlab.llm.weights import ensure_model_file, packaged_model
@@ -210,7 +210,9 @@ class LocalLLM(LLMClient):
         loop = LoopStop(len(tokens)) if params.get("stop_on_loop") else None
         fields = (FieldsStop(self.llama.detokenize, len(tokens), params["json_fields"])
                   if params.get("json_fields") else None)
-        stops = [c for c in (loop, fields) if c]
+        repeats = (RepeatStop(self.llama.detokenize, len(tokens))
+                   if params.get("json_repeats") else None)
+        stops = [c for c in (loop, fields, repeats) if c]
         criteria = _import_llama_cpp().StoppingCriteriaList(stops) if stops else None
         with self._loaded.lock, greedy_first(self.llama):
             reused = self._loaded.prepare(tokens)

@@ -170,7 +170,8 @@ def complete_json_reply(client: LLMClient, messages: list[Message] | list[dict[s
                         max_chars: int | None = None, compact: bool = False,
                         instruction: str | None = None,
                         schema: dict[str, Any] | None = None,
-                        written: list[str] | tuple[str, ...] | None = None) -> StructuredReply:
+                        written: list[str] | tuple[str, ...] | None = None,
+                        stop_repeats: bool = False) -> StructuredReply:
     """Ask ``client`` for an instance of ``model_cls``; the reply says how many re-asks it took.
 
     Args:
@@ -189,6 +190,9 @@ def complete_json_reply(client: LLMClient, messages: list[Message] | list[dict[s
             after the last of them (``LLMClient.complete``'s ``json_fields``); the fields after
             it are never generated and take ``model_cls``'s defaults. For replies whose later
             fields nothing reads.
+        stop_repeats: the reply ends before the first element of one of its lists that
+            repeats an earlier one word for word (``LLMClient.complete``'s ``json_repeats``):
+            for lists whose repeats are dropped anyway.
 
     Raises:
         StructuredOutputError: every attempt failed; ``raw_text`` is the last reply and
@@ -203,7 +207,8 @@ def complete_json_reply(client: LLMClient, messages: list[Message] | list[dict[s
     raw = ""
     for attempt in range(1, max_retries + 2):
         raw = client.complete(convo, max_tokens=max_tokens, temperature=temperature,
-                              json_schema=schema, json_fields=fields).text
+                              json_schema=schema, json_fields=fields,
+                              json_repeats=stop_repeats).text
         try:
             return StructuredReply(value=parse_model(raw, model_cls), attempts=attempt,
                                    errors=errors)
