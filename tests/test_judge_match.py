@@ -92,3 +92,36 @@ def test_date_of_reads_day_month_year_in_either_order():
     assert date_of("Sept 3rd") == (3, 9, None)
     assert date_of("2021") == (None, None, 2021)
     assert date_of("seven dogs") is None
+
+
+@pytest.mark.parametrize(("gold", "answer", "verdict"), [
+    ("around April 2, 2023", "2 April", True),            # a rough day is the day
+    ("around April 2, 2023", "3 April", False),
+    ("On the night of October 30 to 31, 2022", "31 October 2022", True),  # any day in a range
+    ("On the night of October 30 to 31, 2022", "30 October", True),
+    ("On the night of October 30 to 31, 2022", "1 November 2022", False),
+    ("30-31 October 2022", "29 October", False),
+])
+def test_a_rough_day_and_a_range_of_days_are_judged_by_their_days(gold, answer, verdict):
+    assert match_verdict(gold, answer) is verdict
+
+
+def test_irregular_forms_and_pronouns_do_not_hide_the_gold_fact():
+    assert match_verdict("his partner gets pregnant and they get married",
+                         "Evan's partner is pregnant and they got married last week.") is True
+    assert match_verdict("put a GPS sensor on them", "Put a GPS sensor on your keys.") is True
+    assert match_verdict("made a vase", "She makes a vase.") is True
+
+
+def test_an_answer_that_only_restates_the_question_is_wrong():
+    question = "What kind of car does Evan drive?"
+    assert match_verdict("Prius", "Evan drives a car.", question) is False
+    assert match_verdict("Prius", "Evan drives a car.") is None   # no question, no such rule
+    assert match_verdict("coconut milk icecream, chocolate and vanilla swirl",
+                         "Nate has made several recipes.", "What recipes has Nate made?") is False
+    # an answer with a word of its own is left to the judge, a right one to the content rule
+    assert match_verdict("Prius", "Evan drives a blue Toyota.", question) is None
+    assert match_verdict("sunsets", "She painted sunsets.",
+                         "Did Melanie paint sunsets or portraits?") is True
+    assert match_verdict("sunsets", "She painted portraits.",
+                         "Did Melanie paint sunsets or portraits?") is False

@@ -23,12 +23,23 @@ checked by rule, as a person labelling them does:
 
 - a date a week, a weekend or a named day before an anchor ("the week before 9 June 2023",
   "two weekends before 17 July 2023"): a date in the two weeks before the anchor is right, the
-  anchor itself wrong (the model copies the session date the gold counts back from).
+  anchor itself wrong (the model copies the session date the gold counts back from);
+- a day given only roughly ("around April 2, 2023") is judged as the day itself, and a range of
+  days ("the night of October 30 to 31, 2022") takes any day in it;
+- an answer that only restates the question ("Evan drives a car." for "What kind of car does
+  Evan drive?", "She has made several recipes." for "What recipes has Nate made?"): every
+  content word of it is the question's, or a vague one ("several", "various", "things"), so it
+  states no fact and is wrong, unless it holds the gold's content words (a choice the question
+  offers: "sunsets" for "Did she paint sunsets or portraits?").
+
+Words compare by their stem, irregular forms by the verb they are of ("got" and "get",
+"made" and "make"), and pronouns ("them", "your") are stop words like articles.
 
 ``match_verdict`` returns None where no rule decides: another relative date ("since 2016", "a
 few years ago"), a yes/no gold the answer does not start with yes or no to, or a gold whose
 words the answer does not all hold (a paraphrase, an inference, a wrong answer) and that is not
-a list the answer gives only part of. The strict judge then decides (``judges.matched_verdict``).
+a list the answer gives only part of nor a restated question. The strict judge then decides
+(``judges.matched_verdict``).
 """
 
 from __future__ import annotations
@@ -47,7 +58,30 @@ RELATIVE = re.compile(
     r"winter|spring|fall|autumn)\b")
 STOP_WORDS = frozenset(
     "a an the of to in on at and or for with by from is was were be his her their my your its "
-    "it he she they i you we that this as".split())
+    "it he she they i you we that this as him them us me our hers theirs ours yours".split())
+# words that say only that there is something, not what: an answer of these and the question's
+# own words restates the question
+VAGUE = frozenset(
+    "several various many some different thing things kind kinds type types sort sorts lot lots "
+    "stuff something few other others".split())
+# rough words before a day that leave the day the fact ("around April 2, 2023")
+ROUGH = frozenset({"around", "about"})
+# irregular forms of common verbs, read as the verb itself ("got married" holds "get married")
+IRREGULAR = {
+    "got": "get", "gotten": "get", "went": "go", "gone": "go", "made": "make", "took": "take",
+    "taken": "take", "saw": "see", "seen": "see", "gave": "give", "given": "give",
+    "bought": "buy", "ran": "run", "met": "meet", "felt": "feel", "found": "find",
+    "began": "begin", "begun": "begin", "wrote": "write", "written": "write", "ate": "eat",
+    "eaten": "eat", "told": "tell", "said": "say", "left": "leave", "kept": "keep",
+    "brought": "bring", "thought": "think", "taught": "teach", "won": "win", "lost": "lose",
+    "built": "build", "sold": "sell", "drew": "draw", "drawn": "draw", "grew": "grow",
+    "grown": "grow", "knew": "know", "known": "know", "became": "become", "came": "come",
+    "did": "do", "done": "do", "had": "have", "has": "have", "sang": "sing", "sung": "sing",
+    "spent": "spend", "sent": "send", "held": "hold", "caught": "catch",
+    "chose": "choose", "chosen": "choose", "drove": "drive", "driven": "drive", "flew": "fly",
+    "flown": "fly", "fell": "fall", "fallen": "fall", "swam": "swim", "wore": "wear",
+    "worn": "wear", "rode": "ride", "ridden": "ride", "broke": "break", "broken": "break",
+    "spoke": "speak", "spoken": "speak", "heard": "hear", "paid": "pay", "led": "lead"}
 # "the week before 9 June 2023", "two weekends before", "the Friday before", "the sunday before"
 _BEFORE = re.compile(r"\b(week|weekend|weekends|monday|tuesday|wednesday|thursday|friday|"
                      r"saturday|sunday|day)\s+before\b")
@@ -57,6 +91,9 @@ _STANCE = re.compile(r"^\W*(?:(?:most\s+)?likely|probably)?[\s,]*(yes|no)\b")
 # an answer takes a stance with a bare yes or no ("No, she did not."), not "No information"
 _SAID_STANCE = re.compile(r"^\W*(yes|no)\s*(?:[,.!;:]|$)")
 _WORD = re.compile(r"[a-z]+|\d+")
+# a range of days: "October 30 to 31", "30-31 October", "the 3rd to the 5th"
+_DAY_RANGE = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s*(?:-|–|to)\s*(?:the\s+)?(\d{1,2})"
+                        r"(?:st|nd|rd|th)?\b")
 
 
 def words(text: str) -> list[str]:
@@ -81,24 +118,31 @@ def date_of(text: str) -> tuple[int | None, int | None, int | None] | None:
     return None if month is None and year is None else (day, month, year)
 
 
-def match_verdict(gold: str, answer: str) -> bool | None:
-    """True or False where a rule decides (see the module docstring), else None."""
+def match_verdict(gold: str, answer: str, question: str | None = None) -> bool | None:
+    """True or False where a rule decides (see the module docstring), else None; the
+    ``question`` asked lets an answer that only restates it be told (without it, no such
+    rule)."""
     gold_date = date_of(gold)
     if gold_date is not None:
         before = _BEFORE.search(gold.lower())
         if before:
             return _just_before(gold_date, date_of(answer))
-        return None if RELATIVE.search(gold.lower()) else _same_date(gold_date, date_of(answer))
+        relative = set(RELATIVE.findall(gold.lower()))
+        if relative and not (relative <= ROUGH and gold_date[0] is not None):
+            return None
+        return _same_date(gold_date, date_of(answer), _days(gold, gold_date[0]))
     stance = _STANCE.match(gold.lower())
     said = _SAID_STANCE.match(answer.lower())
     if stance:  # a yes/no gold: the stance decides, or the judge where none is taken
         return stance.group(1) == said.group(1) if said else None
-    return _fact_verdict(gold, answer)
+    return _fact_verdict(gold, answer, question)
 
 
 def stem(word: str) -> str:
     """A word without an inflection, so forms of one word compare equal ("running", "runs"
-    -> "run"; "dance", "dancing" -> "danc"; "classes", "class" -> "class")."""
+    -> "run"; "dance", "dancing" -> "danc"; "classes", "class" -> "class"; "got", "gets" ->
+    "get": an irregular form is its verb's, ``IRREGULAR``)."""
+    word = IRREGULAR.get(word, word)
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and not word.endswith("ss") and len(word) - len(suffix) >= 3:
             word = word[:-len(suffix)]
@@ -120,20 +164,34 @@ def _offers_alternative(content: set[str], said: list[str], reach: int = 3) -> b
                for w in said[max(i - reach, 0):i + reach + 1] if w != "or")
 
 
-def _fact_verdict(gold: str, answer: str) -> bool | None:
-    """A gold that is not a date: its content words, its list (see the module docstring); a
-    reason the gold gives after a semicolon ("A Nintendo Switch; since the game is made for
-    it") is not part of the fact."""
+def _fact_verdict(gold: str, answer: str, question: str | None) -> bool | None:
+    """A gold that is not a date: its content words, its list, a restated question (see the
+    module docstring); a reason the gold gives after a semicolon ("A Nintendo Switch; since the
+    game is made for it") is not part of the fact."""
     gold = gold.split(";")[0]
     content, said = _content(gold), _content(answer)
     if content and content <= said:
         return "or" in words(gold) or not _offers_alternative(content, words(answer))
+    if question is not None and said <= _content(question) | {stem(w) for w in VAGUE}:
+        return False  # the question's own words: no fact stated
     items = [c for c in map(_content, gold.split(",")) if c]
     if "or" in words(gold):  # "running, reading, or playing the violin": one is enough
         return None
     if len(items) > 1 and any(i <= said for i in items) and any(not i & said for i in items):
         return False
     return None
+
+
+def _days(gold: str, day: int | None) -> tuple[int, int] | None:
+    """The gold's days as a range (first, last): a range it writes ("October 30 to 31") that
+    starts on its day, else that day alone; None without a day."""
+    if day is None:
+        return None
+    for match in _DAY_RANGE.finditer(gold.lower()):
+        first, last = int(match.group(1)), int(match.group(2))
+        if first == day and first < last <= 31:
+            return first, last
+    return day, day
 
 
 def _just_before(anchor: tuple[int | None, int | None, int | None],
@@ -155,12 +213,16 @@ def _just_before(anchor: tuple[int | None, int | None, int | None],
 
 
 def _same_date(gold: tuple[int | None, int | None, int | None],
-               answer: tuple[int | None, int | None, int | None] | None) -> bool:
+               answer: tuple[int | None, int | None, int | None] | None,
+               days: tuple[int, int] | None) -> bool:
+    """Whether ``answer`` gives the gold date at its granularity; ``days``: the gold's days
+    (``_days``), any one of which is right."""
     if answer is None:
         return False
-    (gold_day, gold_month, gold_year), (day, month, year) = gold, answer
+    (_, gold_month, gold_year), (day, month, year) = gold, answer
     if gold_year is not None and year is not None and year != gold_year:
         return False
     if gold_month is None:
         return year is not None  # a year asked: the answer must give one (the same, above)
-    return month == gold_month and (gold_day is None or day == gold_day)
+    return month == gold_month and (days is None or (day is not None
+                                                     and days[0] <= day <= days[1]))

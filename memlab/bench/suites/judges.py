@@ -147,10 +147,12 @@ def strict_judge(client: Any, question: str, gold: str, answer: str) -> Verdict:
     return Verdict(correct=mem0_label(reply) == "CORRECT", raw=reply, model=client.model)
 
 
-def matched_verdict(gold: str, answer: str, strict: bool) -> tuple[bool, str]:
-    """The matched verdict on ``answer``: the rule's where one decides (``match_verdict``),
-    else ``strict``, the strict judge's; with "rule" or "judge", whichever decided."""
-    ruled = match_verdict(gold, answer)
+def matched_verdict(gold: str, answer: str, strict: bool,
+                    question: str | None = None) -> tuple[bool, str]:
+    """The matched verdict on ``answer`` to ``question``: the rule's where one decides
+    (``match_verdict``), else ``strict``, the strict judge's; with "rule" or "judge",
+    whichever decided."""
+    ruled = match_verdict(gold, answer, question)
     return (strict, "judge") if ruled is None else (ruled, "rule")
 
 

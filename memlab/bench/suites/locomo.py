@@ -223,7 +223,7 @@ class LoCoMoSuite(PublishedSuite):
                     "judge_raw": "", "judge_strict_raw": "", "judged_answer": ""}
         lenient = mem0_judge(self.judge, question, gold, judged)
         strict = strict_judge(self.judge, question, gold, judged)
-        matched, by = matched_verdict(gold, judged, strict.correct)
+        matched, by = matched_verdict(gold, judged, strict.correct, question)
         return {"j": lenient.correct, "j_strict": strict.correct, "j_matched": matched,
                 "j_matched_by": by, "judge_raw": lenient.raw, "judge_strict_raw": strict.raw,
                 "judged_answer": judged}
