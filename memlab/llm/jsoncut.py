@@ -17,38 +17,67 @@ import codecs
 import numpy as np
 
 
-class FieldScanner:
+class _Scanner:
+    """Follows a JSON text as it is written, character by character, telling string content
+    (escapes included) from structure; ``found`` is the offset a subclass looks for, once
+    found (None before), after which nothing more is read."""
+
+    def __init__(self):
+        self.found: int | None = None
+        self._offset = 0
+        self._in_string = self._escape = False
+
+    def feed(self, text: str) -> int | None:
+        """Scan ``text`` (what follows what was fed before); returns ``found`` once found."""
+        for char in text:
+            if self.found is not None:
+                break
+            self._read(char)
+            if not self._in_string:
+                self._structure(char)
+            elif self._escape:
+                self._escape = False
+            elif char == "\\":
+                self._escape = True
+            elif char == '"':
+                self._in_string = False
+                self._string_closed()
+            self._offset += 1
+        return self.found
+
+    def _read(self, char: str) -> None:
+        """Every character, before it is scanned."""
+
+    def _structure(self, char: str) -> None:
+        """A character outside strings (a '"' opening one included)."""
+        raise NotImplementedError
+
+    def _string_closed(self) -> None:
+        """The '"' at ``_offset`` closed a string."""
+
+
+class FieldScanner(_Scanner):
     """Follows a JSON object's text as it is written; ``end`` is the offset just after its
     ``n``-th top-level value once that value is complete (None before)."""
 
     def __init__(self, n: int):
         if n < 1:
             raise ValueError(f"n: at least one field, got {n}")
-        self.n, self.end = n, None
-        self._offset, self._depth, self._closed = 0, 0, 0
-        self._in_string = self._escape = self._in_value = False
+        super().__init__()
+        self.n = n
+        self._depth, self._closed = 0, 0
+        self._in_value = False
         self._scalar = False  # a number or literal at depth 1, ended by ',' or '}'
 
-    def feed(self, text: str) -> int | None:
-        """Scan ``text`` (what follows what was fed before); returns ``end`` once found."""
-        for char in text:
-            if self.end is not None:
-                break
-            self._step(char)
-            self._offset += 1
-        return self.end
+    @property
+    def end(self) -> int | None:
+        return self.found
 
-    def _step(self, char: str) -> None:
-        if self._in_string:
-            if self._escape:
-                self._escape = False
-            elif char == "\\":
-                self._escape = True
-            elif char == '"':
-                self._in_string = False
-                if self._depth == 1 and self._in_value:  # a string value at the top level
-                    self._value_done(self._offset + 1)
-            return
+    def _string_closed(self) -> None:
+        if self._depth == 1 and self._in_value:  # a string value at the top level
+            self._value_done(self._offset + 1)
+
+    def _structure(self, char: str) -> None:
         if self._scalar:
             if char in ",}" or char.isspace():
                 self._scalar = False
@@ -72,7 +101,7 @@ class FieldScanner:
         self._in_value = False
         self._closed += 1
         if self._closed == self.n:
-            self.end = end
+            self.found = end
 
 
 def cut_after_fields(text: str, n: int) -> str:
@@ -82,24 +111,33 @@ def cut_after_fields(text: str, n: int) -> str:
     return text if end is None else text[:end] + "}"
 
 
-class FieldsStop:
-    """A llama-cpp stopping criterion: true once the reply (the tokens after the first
-    ``n_prompt``) holds its object's first ``n`` values complete."""
+class _ScannerStop:
+    """A llama-cpp stopping criterion: true once ``scanner``, fed the reply (the tokens after
+    the first ``n_prompt``) as it is written, has found what it looks for."""
 
-    def __init__(self, detokenize, n_prompt: int, n: int):
+    def __init__(self, detokenize, n_prompt: int, scanner: _Scanner):
         self.detokenize, self.n_prompt = detokenize, n_prompt
-        self.scanner, self._seen = FieldScanner(n), n_prompt
+        self.scanner, self._seen = scanner, n_prompt
+        # a character split across tokens waits for its end (structure is ASCII, but a
+        # scanner that compares text needs whole characters)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def __call__(self, input_ids: np.ndarray, logits: np.ndarray) -> bool:
         new = [int(t) for t in input_ids[self._seen:]]
         self._seen = len(input_ids)
-        if new and self.scanner.end is None:
-            # structural characters are ASCII, never part of a multi-byte character
-            self.scanner.feed(self.detokenize(new).decode("utf-8", errors="replace"))
-        return self.scanner.end is not None
+        if new and self.scanner.found is None:
+            self.scanner.feed(self._decoder.decode(self.detokenize(new)))
+        return self.scanner.found is not None
 
 
-class RepeatScanner:
+class FieldsStop(_ScannerStop):
+    """True once the reply holds its object's first ``n`` values complete (``FieldScanner``)."""
+
+    def __init__(self, detokenize, n_prompt: int, n: int):
+        super().__init__(detokenize, n_prompt, FieldScanner(n))
+
+
+class RepeatScanner(_Scanner):
     """Follows a JSON object's text as it is written; ``cut`` is, once an element of one of
     its list values repeats an earlier element of that list word for word, the offset just
     after the element before it (None before).
@@ -110,39 +148,28 @@ class RepeatScanner:
     """
 
     def __init__(self):
-        self.cut: int | None = None
-        self._offset = 0
+        super().__init__()
         self._stack: list[str] = []  # the open containers, "{" or "["
-        self._in_string = self._escape = False
         self._start: int | None = None  # where the element being written began
         self._last_end: int | None = None  # where the list's last complete element ended
         self._seen: set[str] = set()
         self._text: list[str] = []
 
-    def feed(self, text: str) -> int | None:
-        """Scan ``text`` (what follows what was fed before); returns ``cut`` once found."""
-        for char in text:
-            if self.cut is not None:
-                break
-            self._text.append(char)
-            self._step(char)
-            self._offset += 1
-        return self.cut
+    @property
+    def cut(self) -> int | None:
+        return self.found
+
+    def _read(self, char: str) -> None:
+        self._text.append(char)
 
     def _in_list(self) -> bool:
         return self._stack == ["{", "["]  # directly inside a top-level value that is a list
 
-    def _step(self, char: str) -> None:
-        if self._in_string:
-            if self._escape:
-                self._escape = False
-            elif char == "\\":
-                self._escape = True
-            elif char == '"':
-                self._in_string = False
-                if self._in_list() and self._start is not None:  # a string element ended
-                    self._element_done(self._offset + 1)
-            return
+    def _string_closed(self) -> None:
+        if self._in_list() and self._start is not None:  # a string element ended
+            self._element_done(self._offset + 1)
+
+    def _structure(self, char: str) -> None:
         if char == '"':
             self._in_string = True
             if self._in_list():
@@ -162,7 +189,7 @@ class RepeatScanner:
         element = "".join(self._text[self._start:end])
         self._start = None
         if element in self._seen and self._last_end is not None:
-            self.cut = self._last_end
+            self.found = self._last_end
             return
         self._seen.add(element)
         self._last_end = end
@@ -176,19 +203,9 @@ def cut_repeats(text: str) -> str:
     return text if cut is None else text[:cut] + "]}"
 
 
-class RepeatStop:
-    """A llama-cpp stopping criterion: true once the reply (the tokens after the first
-    ``n_prompt``) repeats an element of one of its object's lists (``RepeatScanner``)."""
+class RepeatStop(_ScannerStop):
+    """True once the reply repeats an element of one of its object's lists
+    (``RepeatScanner``)."""
 
     def __init__(self, detokenize, n_prompt: int):
-        self.detokenize, self.n_prompt = detokenize, n_prompt
-        self.scanner, self._seen = RepeatScanner(), n_prompt
-        # elements are compared whole, so a character split across tokens waits for its end
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def __call__(self, input_ids: np.ndarray, logits: np.ndarray) -> bool:
-        new = [int(t) for t in input_ids[self._seen:]]
-        self._seen = len(input_ids)
-        if new and self.scanner.cut is None:
-            self.scanner.feed(self._decoder.decode(self.detokenize(new)))
-        return self.scanner.cut is not None
+        super().__init__(detokenize, n_prompt, RepeatScanner())
