@@ -115,3 +115,27 @@ def test_bad_input_is_one_line_and_nothing_is_written_over(root, tmp_path, capsy
         err = capsys.readouterr().err
         assert code == 2 and says in err and len(err.strip().splitlines()) == 1
     assert out.read_text() == "being filled in\n"
+
+
+def test_a_sheet_is_drawn_from_a_run_being_judged_not_from_one_still_answering(root, tmp_path):
+    """A run whose turns are all recorded (status running: its judge has not finished) gives
+    the sheet the complete run gives; one with turns still to come is left out."""
+    whole = sheet(root, tmp_path / "whole.jsonl")
+    copy = tmp_path / "copy"
+    for run in root.iterdir():
+        (copy / run.name).mkdir(parents=True)
+        for name in ("manifest.json", "turns.jsonl"):
+            (copy / run.name / name).write_text((run / name).read_text())
+        manifest = json.loads((run / "manifest.json").read_text())
+        planned = len((run / "turns.jsonl").read_text().splitlines())
+        manifest |= {"status": "running",
+                     "counts": {**(manifest.get("counts") or {}), "turns_planned": planned}}
+        (copy / run.name / "manifest.json").write_text(json.dumps(manifest))
+    assert sheet(copy, tmp_path / "judging.jsonl") == whole
+    vanilla = next(p for p in copy.iterdir() if "vanilla" in p.name)
+    turns = (vanilla / "turns.jsonl").read_text().splitlines()
+    (vanilla / "turns.jsonl").write_text("\n".join(turns[:-1]) + "\n")  # a turn still to come
+    out = tmp_path / "partial.jsonl"
+    assert main(["labels", "sheet", str(copy), "--conditions", "oracle,vanilla",
+                 "--per-condition", "3", "--out", str(out)]) == 2
+    assert not out.exists()

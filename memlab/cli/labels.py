@@ -11,7 +11,7 @@ DESCRIPTION = """\
 Hand labels are what a LoCoMo judge is measured against (docs/suites.md).
 
 sheet: draw a seeded sample of each condition's answered questions (categories 1-4) from the
-complete LoCoMo runs under RESULTS, leave out the answers the --labels files already label, and
+LoCoMo runs under RESULTS whose answers are all recorded (complete, or still being judged), leave out the answers the --labels files already label, and
 write them to --out (JSON lines: test_id, condition, question, gold, answer, and label and reason
 empty). The sheet shows no judge's verdict. Fill in each line's label (CORRECT when the answer
 states the gold fact, else WRONG) and a one-line reason; the filled sheet is a label file.
@@ -57,18 +57,19 @@ def cmd_labels(args: argparse.Namespace) -> int:
     from memlab.report import judge_labels, label_sheet
     from memlab.report.literature import questions_frame
 
-    questions = questions_frame(args.results, "locomo")
     labels = (pd.concat([judge_labels.read_labels(p) for p in args.labels], ignore_index=True)
               if args.labels else None)
     if args.labels_command == "sheet":
         conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
-        sheet, available = label_sheet.label_sheet(questions, conditions, args.per_condition,
-                                                   args.seed, labels)
+        sheet, available = label_sheet.label_sheet(label_sheet.answers_frame(args.results),
+                                                   conditions, args.per_condition, args.seed,
+                                                   labels)
         path = label_sheet.write_sheet(sheet, args.out)
         counts = ", ".join(f"{c} {min(args.per_condition, n)} of {n}"
                            for c, n in available.items())
         print(f"labels: wrote {len(sheet)} answers to label to {path} ({counts} unlabelled)")
         return 0
+    questions = questions_frame(args.results, "locomo")
     matched = judge_labels.matching(labels, questions)
     print(f"labels: {len(matched)} of {len(labels)} labels are of answers these runs gave")
     table = judge_labels.judges_table(questions, labels)

@@ -1,6 +1,9 @@
 """A blind sheet of LoCoMo answers to label by hand (issue 44 item 2).
 
-``label_sheet`` draws, per condition, a seeded sample of the answered questions of categories
+``answers_frame`` gives the answers a sheet is drawn from: every answered question of the runs
+under a results folder, complete or still being judged (a run is read once every turn it plans
+is recorded, so a sheet can be drawn, and labelled blind, before any judge has seen the
+answers). ``label_sheet`` draws, per condition, a seeded sample of the answered questions of categories
 1-4 (``questions_frame``'s rows), leaving out the answers the given label files already label,
 and lays them out in a seeded order across conditions. ``write_sheet`` writes them as lines of
 the label file's shape (``judge_labels.JudgeLabel``) with ``label`` and ``reason`` empty and the
@@ -17,9 +20,40 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from memlab.bench.runlog import read_jsonl
 from memlab.errors import ConfigError
+from memlab.report import data
 
 SHEET_FIELDS = ("test_id", "condition", "question", "gold", "answer", "label", "reason")
+
+
+def answers_frame(results_dir: str | Path, suite: str = "locomo") -> pd.DataFrame:
+    """One row per question turn of every ``suite`` run under ``results_dir`` whose turns are
+    all recorded (complete, or answered and being judged; a run still answering is left out:
+    a sheet drawn from part of its answers would not be the sheet of all of them).
+
+    Columns: condition, test_id, test_type, answered, question, gold, reply.
+
+    Raises:
+        ConfigError: no such run under ``results_dir``.
+    """
+    rows = []
+    for manifest in data.load_manifests(results_dir, complete_only=False):
+        if manifest.get("suite") != suite:
+            continue
+        turns = read_jsonl(Path(manifest["path"]) / "turns.jsonl")
+        planned = (manifest.get("counts") or {}).get("turns_planned")
+        if manifest.get("status") != "complete" and len(turns) != planned:
+            continue
+        rows += [{"condition": manifest.get("condition"), "test_id": t.get("test_id"),
+                  "test_type": t.get("test_type"), "answered": bool(t.get("answered", True)),
+                  "question": t.get("text"), "gold": (t.get("metadata") or {}).get("answer"),
+                  "reply": t.get("reply")}
+                 for t in turns if t.get("kind") == "question" and t.get("phase", "main") == "main"]
+    if not rows:
+        raise ConfigError(f"results_dir {str(results_dir)!r}: no {suite} run with all its "
+                          "answers recorded")
+    return pd.DataFrame(rows)
 
 
 def label_sheet(questions: pd.DataFrame, conditions: list[str], per_condition: int, seed: int,
