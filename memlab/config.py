@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     locomo_labels: Path | None = Field(
         None, description="hand labels of LoCoMo answers the paper's judges table measures "
                           "the judges against (default: data/locomo_labels.jsonl when present)")
+    locomo_heldout_labels: Path | None = Field(
+        None, description="hand labels of LoCoMo answers drawn after the judge's rule was last "
+                          "revised, measured in a table of their own (default: "
+                          "data/locomo_heldout_labels.jsonl when present)")
     require_services: bool = False
     request_timeout_s: float = Field(
         60.0, gt=0, description="deadline of one attempt of a remote model call, in seconds")

@@ -193,7 +193,8 @@ def replay(records: str | Path, out: str | Path, *, figures: bool = True) -> Rep
         done.scores += scores
         done.journal_calls += judged
     write_paper(done.runs, done.out / "figures", figures=figures,
-                labels=judge_labels.default_labels())
+                labels=judge_labels.default_labels(),
+                heldout_labels=judge_labels.default_heldout_labels())
     if before is not None:
         done.before = replay(before, done.out / "before", figures=False)
         write_change(done.before.runs, done.runs, done.tables)

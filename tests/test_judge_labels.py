@@ -22,7 +22,7 @@ from memlab.report.judge_labels import (
     labelled_scores,
     read_labels,
 )
-from memlab.report.literature import questions_frame
+from memlab.report.literature import literature_tables, questions_frame
 
 MINI = Path(__file__).parent / "suites_data" / "locomo_mini.json"
 ANSWERS = {"vanilla": "strength", "oracle": "love, faith and strength"}
@@ -42,13 +42,18 @@ def scripted(answer: str):
 
 
 @pytest.fixture(scope="module")
-def questions(tmp_path_factory):
+def root(tmp_path_factory):
     root = tmp_path_factory.mktemp("judged")
     for condition, answer in ANSWERS.items():
         spec = lab.RunSpec(suite="locomo", condition=condition, span=4000, llm="fake",
                            embedder="hashing", suite_options={"data": str(MINI)})
         lab.run(spec, root, llm=FakeLLM([scripted(answer)]), embedder=HashingEmbedder(),
                 progress=False)
+    return root
+
+
+@pytest.fixture(scope="module")
+def questions(root):
     return questions_frame(root, "locomo")
 
 
@@ -183,3 +188,19 @@ def test_an_answer_labelled_twice_is_refused(tmp_path):
     path = write_labels(tmp_path / "labels.jsonl", [label("conv-a:q0", "oracle", "WRONG")] * 2)
     with pytest.raises(ConfigError, match="line 2: field 'test_id'.*labelled twice"):
         read_labels(path)
+
+
+def test_held_out_labels_get_a_judges_table_of_their_own(root, tmp_path):
+    """Labels no revision of the rule has read are measured apart from the in-sample ones
+    (``locomo_judges_heldout``), and only when some label the runs' answers."""
+    in_sample = hand_labels(tmp_path / "in.jsonl")
+    held = read_labels(write_labels(tmp_path / "held.jsonl", [
+        label("conv-a:q1", "vanilla", "WRONG"), label("conv-a:q2", "vanilla", "WRONG")]))
+    tables = literature_tables(root, in_sample, held)
+    own = tables["locomo_judges_heldout"][0].set_index("judge")
+    assert own.loc["J strict", "agreement_n"] == 2  # the two held-out labels, not the four
+    assert tables["locomo_judges"][0].set_index("judge").loc["J strict", "agreement_n"] == 4
+    other = read_labels(write_labels(tmp_path / "other.jsonl", [
+        label("conv-a:q1", "vanilla", "WRONG", answer="another run's answer")]))
+    assert "locomo_judges_heldout" not in literature_tables(root, in_sample, other)
+    assert "locomo_judges_heldout" not in literature_tables(root, in_sample)

@@ -36,17 +36,21 @@ NO_PEERS = ("No complete mem0 or LangMem run in the results: `memlab paper --spe
 
 
 def write_paper(results_dir: str | Path, figures_dir: str | Path = "figures", *,
-                figures: bool = True, labels: str | Path | None = None) -> dict:
+                figures: bool = True, labels: str | Path | None = None,
+                heldout_labels: str | Path | None = None) -> dict:
     """Write all figures, tables and the findings; return ``{"figures": {...}, "tables": {...},
     "findings": path}`` (a figure: [png, pdf]; a table: [csv, tex, md]; ``peers`` and
     ``peers_paired`` only with peer runs, ``locomo_*`` / ``longmemeval_*`` only with those
     suites' runs). ``figures=False``: the tables and findings only. ``labels``: a hand-label
-    file for the LoCoMo judges' table (``judge_labels.read_labels``)."""
+    file for the LoCoMo judges' table (``judge_labels.read_labels``); ``heldout_labels``: one
+    of labels no revision of the judge's rule has read, for a judges' table of its own
+    (``locomo_judges_heldout``)."""
     out = Path(figures_dir) / "tables"
     frames = tables.paper_tables(results_dir)
     hand = judge_labels.read_labels(labels) if labels is not None else None
+    held = judge_labels.read_labels(heldout_labels) if heldout_labels is not None else None
     written_tables = tables.write_tables(
-        results_dir, out, frames | literature.literature_tables(results_dir, hand))
+        results_dir, out, frames | literature.literature_tables(results_dir, hand, held))
     written_figures = (_figures.write_figures(results_dir, figures_dir) if figures else {})
     if figures:
         written_figures |= {name: style.save(figure, name, figures_dir) for name, figure

@@ -36,8 +36,11 @@ from memlab.errors import ConfigError, fields_message
 from memlab.report import data
 from memlab.userfiles import read_text
 
-# where the lab keeps its label file (relative to where memlab runs: the checkout)
+# where the lab keeps its label files (relative to where memlab runs: the checkout): the labels
+# the judge's rule was written from (in-sample), and those drawn and labelled after the rule was
+# last revised (held out: ``HELDOUT``)
 LABELS = Path("data") / "locomo_labels.jsonl"
+HELDOUT = Path("data") / "locomo_heldout_labels.jsonl"
 JUDGES = {"score": "J (Mem0, lenient)", "j_strict": "J strict",
           "j_matched": "J matched (rule, else strict)"}
 
@@ -70,6 +73,17 @@ def default_labels(settings: Settings | None = None) -> Path | None:
     if configured is not None:
         return Path(configured)
     return LABELS if LABELS.is_file() else None
+
+
+def default_heldout_labels(settings: Settings | None = None) -> Path | None:
+    """The held-out label file (answers labelled after J matched's rule was last revised, so
+    none of them shaped it): ``MEMLAB_LOCOMO_HELDOUT_LABELS``, else ``HELDOUT`` when present,
+    else None. The paper measures the judges against it in a table of its own
+    (``locomo_judges_heldout``)."""
+    configured = (settings or get_settings()).locomo_heldout_labels
+    if configured is not None:
+        return Path(configured)
+    return HELDOUT if HELDOUT.is_file() else None
 
 
 def read_labels(path: str | Path) -> pd.DataFrame:

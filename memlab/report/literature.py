@@ -336,7 +336,8 @@ def _published(results_dir: str | Path) -> list[str]:
     return [suite for suite in BUILDERS if suite in present]
 
 
-def literature_tables(results_dir: str | Path, labels: pd.DataFrame | None = None
+def literature_tables(results_dir: str | Path, labels: pd.DataFrame | None = None,
+                      heldout: pd.DataFrame | None = None
                       ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:
     """For each published suite with complete runs, name -> (numbers, shown; None: shown as
     the numbers): ``<suite>_table`` (``locomo_table`` / ``longmemeval_table``), the paired
@@ -345,7 +346,8 @@ def literature_tables(results_dir: str | Path, labels: pd.DataFrame | None = Non
     beside the Mem0 paper's (``locomo_mem0``: ``beside_mem0``) and the judges
     (``locomo_judges``: ``judge_labels.judges_table`` against ``labels``, a ``read_labels``
     frame, when given; ``locomo_labelled``: ``judge_labels.labelled_scores``, when some of
-    the labels label the runs' answers). {} when there is none."""
+    the labels label the runs' answers; ``locomo_judges_heldout``: the judges against the
+    ``heldout`` labels, when some of them label the runs' answers). {} when there is none."""
     out: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]] = {}
     for suite in _published(results_dir):
         questions = questions_frame(results_dir, suite)
@@ -371,6 +373,9 @@ def literature_tables(results_dir: str | Path, labels: pd.DataFrame | None = Non
                       else pd.DataFrame())
             if len(scored):
                 out["locomo_labelled"] = (scored, judge_labels.labelled_shown(scored))
+            if heldout is not None and len(judge_labels.matching(heldout, questions)):
+                held = judge_labels.judges_table(questions, heldout)
+                out["locomo_judges_heldout"] = (held, judge_labels.judges_shown(held))
     return out
 
 
