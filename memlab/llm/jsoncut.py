@@ -13,11 +13,12 @@ complete; the text is cut after the ``n``-th value and the object closed.
 from __future__ import annotations
 
 import codecs
+from abc import ABC, abstractmethod
 
 import numpy as np
 
 
-class _Scanner:
+class _Scanner(ABC):
     """Follows a JSON text as it is written, character by character, telling string content
     (escapes included) from structure; ``found`` is the offset a subclass looks for, once
     found (None before), after which nothing more is read."""
@@ -48,9 +49,9 @@ class _Scanner:
     def _read(self, char: str) -> None:
         """Every character, before it is scanned."""
 
+    @abstractmethod
     def _structure(self, char: str) -> None:
         """A character outside strings (a '"' opening one included)."""
-        raise NotImplementedError
 
     def _string_closed(self) -> None:
         """The '"' at ``_offset`` closed a string."""
