@@ -65,6 +65,28 @@ def test_every_model_call_is_constrained_and_graphitis_raw_schema_is_not_shown(t
     assert not any('"title"' in json.dumps(p["json_schema"]) for p in llm.params)
 
 
+def repeating(messages):
+    """peer_reply, with every list of entities and facts written out twice over."""
+    reply = json.loads(peer_reply(messages))
+    for field in ("extracted_entities", "edges"):
+        if reply.get(field):
+            reply[field] = reply[field] * 2
+    return json.dumps(reply)
+
+
+def test_a_reply_that_repeats_its_list_ends_before_the_first_repeat(tmp_path):
+    plain, llm = FakeLLM([peer_reply]), FakeLLM([repeating])
+    fed(make(tmp_path / "plain", llm=plain)).close()
+    memory = fed(make(tmp_path / "repeating", llm=llm))
+    assert all(p.get("json_repeats") for p in llm.params)
+    # the repeats never reach graphiti: the same facts from the same calls as the plain replies
+    # (uncut, graphiti dedupes them, but only after asking the model again about each)
+    assert memory.stats()["graph"]["facts"] == 3 and memory.stats()["failed_turns"] == 0
+    assert [call[-1].content for call in llm.history] == [
+        call[-1].content for call in plain.history]
+    memory.close()
+
+
 def test_recall_gives_facts_with_validity_times_and_the_turns_they_came_from(tmp_path):
     memory = fed(make(tmp_path))
     facts = [i for i in memory.recall("What is my sister called?").items if "Quenby" in i.text]

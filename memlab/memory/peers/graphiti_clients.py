@@ -69,8 +69,10 @@ class MemlabGraphitiLLM(GraphitiLLMClient):
         if schema:
             convo = with_instruction(convo, json_instruction(schema))
         limit = min(max_tokens or self.reply_limit, self.reply_limit)
+        # a list the small model starts repeating goes on repeating to the limit ("game",
+        # "event", "game", ... in the smoke run): the reply ends before the first repeat
         completion = self.llm.complete(convo, max_tokens=limit, json_schema=schema,
-                                       stop_on_loop=True)
+                                       stop_on_loop=True, json_repeats=bool(schema))
         self.stats.add(completion)
         if completion.completion_tokens >= limit and not completion.looped:
             self.stats.cut_replies += 1
