@@ -80,7 +80,7 @@ def test_a_reply_that_repeats_its_list_ends_before_the_first_repeat(tmp_path):
     memory = fed(make(tmp_path / "repeating", llm=llm))
     assert all(p.get("json_repeats") for p in llm.params)
     # the repeats never reach graphiti: the same facts from the same calls as the plain replies
-    # (uncut, graphiti ends with the same facts, in twenty times the time here)
+    # (uncut, graphiti ends with the same facts, in over ten times the time here)
     assert memory.stats()["graph"]["facts"] == 3 and memory.stats()["failed_turns"] == 0
     assert [call[-1].content for call in llm.history] == [
         call[-1].content for call in plain.history]
