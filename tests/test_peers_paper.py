@@ -27,14 +27,14 @@ BASELINES = ("rag", "hybrid", "sleep")
 PEERS = ("mem0", "langmem")
 
 
-def test_peers_spec_cells_are_the_six_conditions_on_the_quick_sizes_with_one_memory_model():
+def test_peers_spec_cells_are_the_seven_conditions_on_the_quick_sizes_with_one_memory_model():
     spec = gridspec.load_spec("peers")
     assert spec is gridspec.SPECS["peers"] and spec.description
     cells = spec.cells()
     assert {(c.condition, c.suite) for c in cells} == {
-        (c, s) for c in ("vanilla", "rag", "hybrid", "sleep", "mem0", "langmem")
+        (c, s) for c in ("vanilla", "rag", "hybrid", "sleep", "mem0", "langmem", "graphiti")
         for s in ("ltm", "persona")}
-    assert len(cells) == 12  # seed 0 only: no evidence-only seeds, no Table 2 cells
+    assert len(cells) == 14  # seed 0 only: no evidence-only seeds, no Table 2 cells
     assert {c.seed for c in cells} == {0} and not any(c.probes_sleep for c in cells)
     assert all(c.llm_model == "1.5b" and c.memory_llm_model == "1.5b" for c in cells)
     assert all(c.answered == 24 for c in cells)
@@ -47,7 +47,7 @@ def test_peers_spec_cells_are_the_six_conditions_on_the_quick_sizes_with_one_mem
 def test_peers_standard_spec_is_the_peers_grid_at_the_standard_sizes_and_seeds():
     spec = gridspec.load_spec("peers-standard")
     standard, cells = gridspec.STANDARD, spec.cells()
-    assert spec.conditions == gridspec.PEERS_SPEC.conditions
+    assert spec.conditions == [c for c in gridspec.PEERS_SPEC.conditions if c != "graphiti"]
     assert len(cells) == 6 * 2 * 3  # six conditions, two suites, seeds 0-2
     assert {c.seed for c in cells} == set(standard.seeds) and not any(c.probes_sleep for c in cells)
     assert all(c.llm_model == "1.5b" and c.memory_llm_model == "1.5b" for c in cells)
@@ -61,14 +61,14 @@ def test_peers_plan_counts_seed_0_only_and_runs_nothing(tmp_path, capsys):
 
     table = gridspec.plan(gridspec.SPECS["peers"]).set_index("suite")
     quick = gridspec.plan(gridspec.QUICK).set_index("suite")
-    assert (table["cells"] == 6).all() and (table["conditions"] == 6).all()
+    assert (table["cells"] == 7).all() and (table["conditions"] == 7).all()
     assert table.loc["persona", "answered_per_condition"] == 24
     assert table.loc["persona", "evidence_per_condition"] == 45  # quick: 3 seeds x 45
     assert (table["answered_per_condition"] == quick["answered_per_condition"]).all()
     assert cli.main(["grid", "--spec", "peers", "--plan", "--results", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "grid peers: 12 cells" in out
-    assert "persona at 4000 tokens: 6 conditions, 24 answered and 45 evidence" in out
+    assert "grid peers: 14 cells" in out
+    assert "persona at 4000 tokens: 7 conditions, 24 answered and 45 evidence" in out
     assert list(tmp_path.iterdir()) == []
 
 
