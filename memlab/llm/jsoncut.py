@@ -46,14 +46,14 @@ class _Scanner(ABC):
             self._offset += 1
         return self.found
 
-    def _read(self, char: str) -> None:
+    def _read(self, char: str) -> None:  # noqa: B027 (a hook a scanner may leave empty)
         """Every character, before it is scanned."""
 
     @abstractmethod
     def _structure(self, char: str) -> None:
         """A character outside strings (a '"' opening one included)."""
 
-    def _string_closed(self) -> None:
+    def _string_closed(self) -> None:  # noqa: B027 (likewise)
         """The '"' at ``_offset`` closed a string."""
 
 
@@ -160,13 +160,13 @@ class RepeatScanner(_Scanner):
     def cut(self) -> int | None:
         return self.found
 
-    def _read(self, char: str) -> None:
+    def _read(self, char: str) -> None:  # noqa: B027 (a hook a scanner may leave empty)
         self._text.append(char)
 
     def _in_list(self) -> bool:
         return self._stack == ["{", "["]  # directly inside a top-level value that is a list
 
-    def _string_closed(self) -> None:
+    def _string_closed(self) -> None:  # noqa: B027 (likewise)
         if self._in_list() and self._start is not None:  # a string element ended
             self._element_done(self._offset + 1)
 
