@@ -202,6 +202,7 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
                      "answered_per_condition": answered, "evidence_per_condition": evidence,
                      "detectable_difference": min_detectable_difference(answered),
                      "stored_turns_per_condition": stored,
+                     "reads_full_context": "full_context" in conditions,
                      "full_context_window": reading[0], "longest_conversation": reading[1],
                      "full_context_tokens_read": reading[2],
                      "projected_hours": sum(hours.values()) / 3600 if known else None,
@@ -236,7 +237,7 @@ def format_plan(spec: GridSpec, table: pd.DataFrame) -> str:
                          f"one cell at a time ({row.stored_turns_per_condition} stored turns "
                          f"per condition; hours by condition: {by})")
             lines.append(f"    from {rates_text(row.suite)} (memlab.gridcost)")
-        if row.longest_conversation > row.full_context_window:
+        if row.reads_full_context and row.longest_conversation > row.full_context_window:
             lines.append(f"    full_context cuts: conversations up to "
                          f"{row.longest_conversation:,} tokens in a "
                          f"{row.full_context_window:,}-token window "

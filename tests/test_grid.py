@@ -50,6 +50,14 @@ def test_the_peers_grid_starts_its_slowest_cells_first():
     assert order[-2:] == ["vanilla", "vanilla"]
 
 
+def test_the_plan_says_full_context_cuts_only_when_full_context_runs():
+    cells = grid.QUICK.cells()
+    ltm = [c for c in cells if c.suite == "ltm"]
+    assert "full_context cuts" in grid.format_plan(grid.QUICK, grid.plan(grid.QUICK, ltm))
+    rag = [c for c in ltm if c.condition == "rag"]
+    assert "full_context cuts" not in grid.format_plan(grid.QUICK, grid.plan(grid.QUICK, rag))
+
+
 def test_plan_counts_paired_questions_and_states_the_detectable_difference():
     table = grid.plan(grid.STANDARD).set_index("suite")
     assert (table["answered_per_condition"] >= 100).all()  # the standard grid's promise
