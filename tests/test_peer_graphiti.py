@@ -99,6 +99,21 @@ def test_recall_gives_facts_with_validity_times_and_the_turns_they_came_from(tmp
     memory.close()
 
 
+def test_the_recall_floor_decides_what_cosine_alone_finds(tmp_path):
+    """A query that shares no word with any fact: graphiti's 0.6 floor finds nothing by cosine
+    (BM25 has no word to go on), a floor of -1 lets the nearest facts through."""
+    query = "Which relative resides abroad?"
+    default = fed(make(tmp_path / "default"))
+    assert not [i for i in default.recall(query).items if i.kind == "fact"]
+    default.close()
+    memory = MEMORIES.create("graphiti", scope=Scope(user_id="alice"), llm=FakeLLM([peer_reply]),
+                             embedder=HashingEmbedder(dim=384), workdir=tmp_path / "open",
+                             config={"sim_min_score": -1.0})
+    facts = [i for i in fed(memory).recall(query).items if i.kind == "fact"]
+    assert facts and all(i.source_turns for i in facts)
+    memory.close()
+
+
 def test_a_fact_that_stopped_holding_says_until_when():
     edge = SimpleNamespace(fact="Alice lives in Oslo", valid_at=START,
                            invalid_at=START + timedelta(days=40))

@@ -39,6 +39,11 @@ class GraphitiConfig(PeerConfig):
     max_tokens: int = Field(1024, ge=16, description="reply limit of one graphiti model call "
                             "(an edge list outgrows the peers' 512)")
     timeout: float = Field(3600.0, gt=0, description="seconds one add or search may take")
+    sim_min_score: float | None = Field(
+        None, ge=-1.0, le=1.0, description="recall's cosine floor: a fact less similar to the "
+        "query is not found by cosine (BM25 still finds it by its words); None keeps graphiti's "
+        "0.6, which keeps a tenth of LTM's evidence with MiniLM (benchmarks/"
+        "evidence_similarity.py). Ingestion's own searches keep graphiti's floor")
 
 
 def import_graphiti() -> dict[str, Any]:
@@ -150,6 +155,9 @@ class GraphitiMemory(PeerMemory):
         if not words:
             return []
         config = self.parts["search"].model_copy(update={"limit": k})
+        if self.config.sim_min_score is not None:
+            config.edge_config = config.edge_config.model_copy(
+                update={"sim_min_score": self.config.sim_min_score})
         found = self.loop.run(self.graph.search_(
             words, config=config, group_ids=[self.group],
             search_filter=self.parts["SearchFilters"]()), self.config.timeout)
