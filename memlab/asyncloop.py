@@ -24,8 +24,30 @@ class LoopThread:
         self.thread.start()
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """The coroutine's result (its exception re-raised here), run on the loop's thread."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+        """The coroutine's result (its exception re-raised here), run on the loop's thread.
+
+        Raises:
+            TimeoutError: it ran past ``timeout`` seconds. It is cancelled, and this waits
+                (up to ``timeout`` again) until it has stopped: a coroutine that blocks its
+                loop (a local model call) stops at its next await, and until then nothing
+                handed to the loop after it may run beside it (its writes would land
+                between the next coroutine's, in an order a replay cannot repeat).
+        """
+        ended = threading.Event()
+
+        async def tracked() -> T:
+            try:
+                return await coroutine
+            finally:
+                ended.set()
+
+        future = asyncio.run_coroutine_threadsafe(tracked(), self.loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            ended.wait(timeout)
+            raise
 
     def close(self, timeout: float = 10.0) -> None:
         """Cancel what is still pending, stop the loop and join its thread."""
