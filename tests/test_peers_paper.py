@@ -24,7 +24,7 @@ from memlab.llm.fake import FakeLLM  # noqa: E402
 from memlab.report import NO_PEERS, figures, peers, show_peers, write_paper  # noqa: E402
 
 BASELINES = ("rag", "hybrid", "sleep")
-PEERS = ("mem0", "langmem")
+PEERS = ("mem0", "langmem", "graphiti")
 
 
 def test_peers_spec_cells_are_the_seven_conditions_on_the_quick_sizes_with_one_memory_model():
@@ -74,7 +74,7 @@ def test_peers_plan_counts_seed_0_only_and_runs_nothing(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """Complete runs of the three baselines and both peers on test_report_peers's suite."""
+    """Complete runs of the three baselines and the three peers on test_report_peers's suite."""
     root = tmp_path_factory.mktemp("peers-paper")
     suite = EvidenceSuite(sessions=4, filler=2)
     for condition in BASELINES + PEERS:
@@ -105,6 +105,9 @@ def test_write_paper_writes_the_peers_tables_with_the_run_files_numbers(results,
             accuracy_from_files(results, condition))
         assert rows.loc[condition, "answered_tests"] == 4
     assert "\\begin{tabular}" in tex.read_text() and "| langmem " in md.read_text()
+    for peer in PEERS:  # each peer's cost, as its run recorded it
+        assert rows.loc[peer, "llm_calls_per_stored_turn"] > 0
+        assert rows.loc[peer, "memories_written"] > 0 and rows.loc[peer, "parse_failures"] == 0
     pairs = pd.read_csv(written["tables"]["peers_paired"][0])
     assert sorted(zip(pairs["peer"], pairs["baseline"], strict=True)) == sorted(
         (p, b) for p in PEERS for b in BASELINES)
@@ -132,7 +135,8 @@ def test_write_paper_draws_the_peers_forest_plot(written):
                          strict=True))
         expected = pairs[pairs["baseline"] == baseline.lower()].set_index("peer")["difference"]
         assert drawn == pytest.approx({"mem0": 100 * expected["mem0"],
-                                       "LangMem": 100 * expected["langmem"]})
+                                       "LangMem": 100 * expected["langmem"],
+                                       "graphiti": 100 * expected["graphiti"]})
 
 
 def test_without_peer_runs_write_paper_writes_no_peers_entries(results, tmp_path, capsys):
