@@ -3,9 +3,9 @@
 ``write_paper(results_dir, figures_dir)`` reads every complete run under ``results_dir`` and writes
 every figure (PNG + PDF) into ``figures_dir`` and every table (CSV, LaTeX, markdown) into
 ``figures_dir/tables``, and the findings they support as sentences (``findings.md``,
-``memlab.report.findings``); when the results hold a complete mem0 or LangMem run, also the peers
-figure and tables (``memlab.report.peers``; ``memlab paper --spec peers`` runs them); when
-they hold a LoCoMo or LongMemEval run, those benchmarks' tables in their papers' style and the
+``memlab.report.findings``); when the results hold a complete mem0, LangMem or graphiti run,
+also the peers figure and tables (``memlab.report.peers``; ``memlab paper --spec peers`` runs
+them); when they hold a LoCoMo or LongMemEval run, those benchmarks' tables in their papers' style and the
 judges' table (``memlab.report.literature``; ``labels``: a hand-label file, e.g.
 ``data/locomo_labels.jsonl``, whose answers the runs gave).
 """
@@ -31,8 +31,8 @@ from memlab.report import (
 
 _figures = figures  # write_paper's own ``figures`` flag shadows the module
 
-NO_PEERS = ("No complete mem0 or LangMem run in the results: `memlab paper --spec peers` runs "
-            "them beside vanilla, rag, hybrid and sleep, then writes this section.")
+NO_PEERS = ("No complete mem0, LangMem or graphiti run in the results: `memlab paper --spec peers` "
+            "runs them beside vanilla, rag, hybrid and sleep, then writes this section.")
 
 
 def write_paper(results_dir: str | Path, figures_dir: str | Path = "figures", *,

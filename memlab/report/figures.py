@@ -262,7 +262,7 @@ def plot_peers(pairs: pd.DataFrame) -> plt.Figure:
 
 def write_figures(results_dir: str | Path, out_dir: str | Path = "figures") -> dict[str, list]:
     """Read every complete run under ``results_dir`` and write every figure to ``out_dir``
-    (``peers`` only when the results hold a complete mem0 or LangMem run).
+    (``peers`` only when the results hold a complete mem0, LangMem or graphiti run).
 
     Returns:
         figure name -> [png path, pdf path].

@@ -1,4 +1,5 @@
-"""The peers table: mem0 and LangMem against memlab's rag, hybrid and sleep on the same questions.
+"""The peers table: mem0, LangMem and graphiti against memlab's rag, hybrid and sleep on the same
+questions.
 
 Reads finished runs (``manifest.json``, ``turns.jsonl``, ``scores.jsonl``, ``calls.jsonl``) under
 a results folder and, optionally, ``benchmarks/results/peers.json`` (search latency at 1k/10k
@@ -216,7 +217,7 @@ def peer_rows(results_dir: str | Path, conditions: tuple[str, ...] = PEERS + BAS
 
 
 def has_peers(rows: pd.DataFrame) -> bool:
-    """Whether ``rows`` (``peer_rows``) hold a run of mem0 or LangMem."""
+    """Whether ``rows`` (``peer_rows``) hold a run of mem0, LangMem or graphiti."""
     return bool(rows["condition"].isin(PEERS).any())
 
 
@@ -351,7 +352,8 @@ def peers_markdown(rows: pd.DataFrame, pairs: pd.DataFrame) -> str:
 
 def peer_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     """The paper's peers tables, name -> (numbers, shown): ``peers`` (``peer_rows``) and
-    ``peers_paired`` (``paired``); none when ``results_dir`` holds no mem0 or LangMem run."""
+    ``peers_paired`` (``paired``); none when ``results_dir`` holds no mem0, LangMem or graphiti
+    run."""
     rows = peer_rows(results_dir)
     return _tables(rows) if has_peers(rows) else {}
 

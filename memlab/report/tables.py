@@ -12,9 +12,9 @@ The paper's own tables (one row per suite, span and condition unless said otherw
 - ``ltm_ceilings``: the oracle's accuracy per LTM test type, model-limited types flagged;
 - ``answer_forms``: the free-text answers that restate the question or abstain
   (``memlab.report.answer_forms``), which a score cannot tell from wrong ones;
-- ``peers`` / ``peers_paired``, when the results hold a complete mem0 or LangMem run: every
-  run of the peers and of rag, hybrid and sleep per cell, and each peer minus each of those
-  baselines on the same tests (``memlab.report.peers``);
+- ``peers`` / ``peers_paired``, when the results hold a complete mem0, LangMem or graphiti
+  run: every run of the peers and of rag, hybrid and sleep per cell, and each peer minus each of
+  those baselines on the same tests (``memlab.report.peers``);
 
 and the bench's tables (:mod:`memlab.bench.tables`: Table 1, Table 2 with what the forced
 sleep cycle did, the LTM scores, persona accuracy by question type, costs). A CSV holds the
