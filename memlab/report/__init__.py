@@ -5,8 +5,8 @@ every figure (PNG + PDF) into ``figures_dir`` and every table (CSV, LaTeX, markd
 ``figures_dir/tables``, and the findings they support as sentences (``findings.md``,
 ``memlab.report.findings``); when the results hold a complete mem0, LangMem or graphiti run,
 also the peers figure and tables (``memlab.report.peers``; ``memlab paper --spec peers`` runs
-them); when they hold a LoCoMo or LongMemEval run, those benchmarks' tables in their papers' style and the
-judges' table (``memlab.report.literature``; ``labels``: a hand-label file, e.g.
+them); when they hold a LoCoMo or LongMemEval run, those benchmarks' tables in their papers'
+style and the judges' table (``memlab.report.literature``; ``labels``: a hand-label file, e.g.
 ``data/locomo_labels.jsonl``, whose answers the runs gave).
 """
 
