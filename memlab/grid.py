@@ -191,8 +191,8 @@ def default_workers(cells: list[RunSpec]) -> int:
 # quick grid: sleep and hybrid call the model while storing, the others only to answer; the
 # peers make a 1.5B call on every stored turn, LangMem about 20 s and mem0 about 9 s each on
 # idle cores, hybrid about 3 s: benchmarks/results/peers.json).
-_COST_RANK = {"graphiti": -3, "langmem": -2, "mem0": -1, "sleep": 0, "hybrid": 1, "episodic_summary": 2,
-              "full_context": 3, "episodic": 4, "rag": 5, "vanilla": 6}
+_COST_RANK = {"graphiti": -3, "langmem": -2, "mem0": -1, "sleep": 0, "hybrid": 1,
+              "episodic_summary": 2, "full_context": 3, "episodic": 4, "rag": 5, "vanilla": 6}
 
 
 def by_expected_cost(cells: list[RunSpec]) -> list[RunSpec]:

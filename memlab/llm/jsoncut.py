@@ -160,13 +160,13 @@ class RepeatScanner(_Scanner):
     def cut(self) -> int | None:
         return self.found
 
-    def _read(self, char: str) -> None:  # noqa: B027 (a hook a scanner may leave empty)
+    def _read(self, char: str) -> None:
         self._text.append(char)
 
     def _in_list(self) -> bool:
         return self._stack == ["{", "["]  # directly inside a top-level value that is a list
 
-    def _string_closed(self) -> None:  # noqa: B027 (likewise)
+    def _string_closed(self) -> None:
         if self._in_list() and self._start is not None:  # a string element ended
             self._element_done(self._offset + 1)
 
