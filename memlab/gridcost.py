@@ -12,8 +12,9 @@ memory model, 2 quiet cores (docs/suites.md, "The documented benchmark run"):
   0.45 s median); LoCoMo asks two judges per answer;
 - per stored turn: the run's seconds less its answers and judge calls, over its 419 turns
   (rag's 0.017 s for episodic too: 9 of episodic's answers were served from the cache);
-- full_context pays its history's prefix once per conversation: 346 s for conv-26's 419
-  turns, 0.83 s a turn; its answers then reuse it.
+- full_context reads each conversation's history once, before its first answer (LoCoMo asks
+  every question after the conversation): priced by the position model below; each answer
+  then costs an answer over a reused prefix (``REUSED_PREFIX_ANSWER_S``).
 
 The generated suites (LTM, persona; the ``scaling`` grid) are priced from the standard grid's
 measured calls (``benchmarks/results/grid_estimate.json``, 50 complete cells at LTM 1k and
@@ -25,12 +26,16 @@ persona 4k) and the prefix-reuse measurements after issue 41 (docs/efficiency.md
   tokens + 0.045 s x completion tokens), at that suite and condition's measured mean prompt
   (``measured.rates``) and the suite's mean answer length (LTM 26.8 tokens, persona 1); LTM's
   scorer adds 0.26 s a question (``measured.suites``);
-- full_context reads its history about once (efficiency.md: 1.09-1.18x the conversation) at
-  ~40 tokens/s on the 1.5B, so it pays the conversation's tokens once per cell (the suites'
-  estimate scaled to the model's tokenizer: LTM x1.17, persona x1.02, ``history_scale``) plus,
-  where the conversation outgrows its window (``memlab.lab.window_for_cut_history``; persona
+- full_context reads its history about once (efficiency.md: 1.09-1.18x the conversation): it
+  pays the conversation's tokens once per cell (the suites' estimate scaled to the model's
+  tokenizer: LTM x1.17, persona x1.02, LoCoMo x1.0, ``HISTORY_SCALE``) plus, where the
+  conversation outgrows its window (``memlab.lab.window_for_cut_history``; persona and LoCoMo
   the 32,768 maximum), half the history budget again at every block cut; each answer then
-  costs the measured 6.31 s of an answer over a reused prefix (``reused_prefix_answer_s``);
+  costs the measured 6.31 s of an answer over a reused prefix (``REUSED_PREFIX_ANSWER_S``).
+  A token's cost grows with its position (attention reads every token before it):
+  ``benchmarks/bench_prefill_position.py`` measured the 1.5B on 2 quiet cores at
+  0.0295 s + 2.45e-6 s x position a token (``prefill_seconds``): 34 tokens/s at the start,
+  12 at 22k. A read of 16k tokens from empty takes 786 s, of 32k 2,198 s;
 - a memory condition's work per stored turn: sleep 0.80 s, episodic_summary 0.60 s, hybrid
   0.29 s at LTM 1k after the prefix work (efficiency.md); rag 0.023 s and episodic 0.019 s
   (embeddings only, grid_estimate). Persona: the LTM rate times persona's / LTM's rate in the
@@ -54,14 +59,18 @@ class CellRates:
 
     answer_s: float
     per_turn_s: float = 0.0
-    prefix_per_turn_s: float = 0.0  # paid once per conversation (full_context)
-    reads_history: bool = False  # pays the history tokens it evaluates (``history_tokens``)
+    reads_history: bool = False  # pays the history it reads (``history_reading``)
 
 
 JUDGE_CALL_S = 1.05
+REUSED_PREFIX_ANSWER_S = 6.31
+# the 1.5B reading a prompt on 2 quiet cores, seconds a token at position p: a + b p
+# (benchmarks/results/prefill_position.json, flash attention off as the 1.5B runs)
+PREFILL_S_AT_0 = 0.0295
+PREFILL_S_PER_POSITION = 2.45e-6
 LOCOMO_RATES = {
     "vanilla": CellRates(0.451), "oracle": CellRates(1.424),
-    "full_context": CellRates(1.759, prefix_per_turn_s=0.826),
+    "full_context": CellRates(REUSED_PREFIX_ANSWER_S, reads_history=True),
     "rag": CellRates(3.087, 0.017), "episodic": CellRates(4.117, 0.017),
     "episodic_summary": CellRates(4.062, 0.73), "sleep": CellRates(6.249, 0.754),
     "hybrid": CellRates(3.303, 2.41),
@@ -73,9 +82,7 @@ def fitted_answer_s(prompt_tokens: float, completion_tokens: float) -> float:
     return 1.23 * (-1.54 + 0.0186 * prompt_tokens + 0.045 * completion_tokens)
 
 
-PREFILL_TOKENS_PER_S = 40.0  # the 1.5B reading a prompt on 2 cores (docs/efficiency.md)
-REUSED_PREFIX_ANSWER_S = 6.31
-HISTORY_SCALE = {"ltm": 1.17, "persona": 1.02}  # estimate -> the model's tokens
+HISTORY_SCALE = {"ltm": 1.17, "persona": 1.02, "locomo": 1.0}  # estimate -> the model's tokens
 SCORER_S = {"ltm": 0.26, "persona": 0.0}
 ANSWER_TOKENS = {"ltm": 26.8, "persona": 1.0}
 MEAN_PROMPT = {  # measured mean answering prompt per condition (grid_estimate, standard grid)
@@ -106,41 +113,50 @@ SUITE_RATES: dict[str, tuple[dict[str, CellRates], int]] = {
     "persona": (generated_rates("persona"), 0)}
 
 
-def history_tokens_read(turns: list[tuple[int, bool]], budget: int) -> int:
-    """Tokens full_context evaluates over one conversation of (tokens, answered) turns.
+def prefill_seconds(start: int, end: int) -> float:
+    """Seconds the 1.5B takes to read context positions ``start``..``end`` (the docstring's
+    position model: the integral of a + b p)."""
+    return PREFILL_S_AT_0 * (end - start) + PREFILL_S_PER_POSITION * (end * end - start * start) / 2
+
+
+def history_reading(turns: list[tuple[int, bool]], budget: int) -> tuple[int, float]:
+    """(tokens, seconds) full_context evaluates over one conversation of (tokens, answered)
+    turns.
 
     An answer evaluates what its prompt does not share with the last one: the turns since
-    then, or the whole history after a block cut (the history passing ``budget`` keeps half
-    of it, and the new prefix is read again). Turns cut before any answer are never read.
+    then, at the positions they take, or the whole history after a block cut (the history
+    passing ``budget`` keeps half of it, and the new prefix is read again). Turns cut before
+    any answer are never read.
     """
     kept = read_upto = evaluated = 0
+    seconds = 0.0
     for tokens, answered in turns:
         if answered:
             evaluated += kept - read_upto
+            seconds += prefill_seconds(read_upto, kept)
             read_upto = kept
         if kept + tokens > budget:
             kept, read_upto = min(kept, budget // 2), 0
         kept += tokens
-    return evaluated
+    return evaluated, seconds
 
 
 def cell_seconds(suite: str, condition: str, *, stored_turns: int, answered: int,
-                 history_tokens: int = 0) -> float | None:
+                 history_s: float = 0.0) -> float | None:
     """Projected seconds of one cell (None: no measured rates for this suite or condition).
 
     Args:
         stored_turns: the turns the cell replays into memory (every conversation's).
         answered: the questions it answers (and its judges judge).
-        history_tokens: the history tokens full_context evaluates (``history_tokens_read``).
+        history_s: the seconds full_context takes to read its history (``history_reading``).
     """
     rates, judges = SUITE_RATES.get(suite, ({}, 0))
     own = rates.get(condition)
     if own is None:
         return None
     per_answer = own.answer_s + judges * JUDGE_CALL_S
-    history_s = history_tokens / PREFILL_TOKENS_PER_S if own.reads_history else 0.0
-    return (stored_turns * (own.per_turn_s + own.prefix_per_turn_s) + answered * per_answer
-            + history_s)
+    return (stored_turns * own.per_turn_s + answered * per_answer
+            + (history_s if own.reads_history else 0.0))
 
 
 def rates_text(suite: str) -> str:
@@ -149,9 +165,9 @@ def rates_text(suite: str) -> str:
     if not rates:
         return ""
     parts = [f"{name} {r.answer_s:g}"
-             + (f" + {r.per_turn_s + r.prefix_per_turn_s:g}/turn" if r.per_turn_s
-                or r.prefix_per_turn_s else "")
-             + (f" + history at {PREFILL_TOKENS_PER_S:g} tok/s" if r.reads_history else "")
+             + (f" + {r.per_turn_s:g}/turn" if r.per_turn_s else "")
+             + (f" + history read at {PREFILL_S_AT_0:g} s + {PREFILL_S_PER_POSITION:g} s x "
+                "position a token" if r.reads_history else "")
              for name, r in rates.items()]
     if suite != "locomo":
         return (f"seconds per answer (+ per stored turn) from the standard grid's calls and "
@@ -161,13 +177,15 @@ def rates_text(suite: str) -> str:
 
 
 def full_context_reading(suite: Any, span: int, events: list[Any],
-                         answered: list[Any]) -> tuple[int, int, int]:
-    """(window, conversation tokens, tokens evaluated) of full_context over ``events``, of
-    which it answers ``answered``.
+                         answered: list[Any]) -> tuple[int, int, int, float]:
+    """(window, longest conversation's tokens, tokens evaluated, seconds reading them) of
+    full_context over ``events``, of which it answers ``answered``.
 
-    The window is the one ``memlab.lab`` gives full_context (the 32,768 maximum where any turn
-    may be asked about, else ``window_for_cut_history``); turns are counted with the suites'
-    estimate scaled to the model's tokenizer (``HISTORY_SCALE``), each with its chat format.
+    Each user's conversation (``SuiteEvent.user_id``: LoCoMo's ten) has its own agent and
+    history, read on its own. The window is the one ``memlab.lab`` gives full_context (the
+    32,768 maximum where any turn may be asked about, else ``window_for_cut_history``); turns
+    are counted with the suites' estimate scaled to the model's tokenizer (``HISTORY_SCALE``),
+    each with its chat format.
     """
     from memlab.bench.schedule import estimate_tokens
     from memlab.bench.spec import MAX_WINDOW
@@ -178,7 +196,14 @@ def full_context_reading(suite: Any, span: int, events: list[Any],
     window = MAX_WINDOW if suite.whole_history else window_for_cut_history(span)
     scale = HISTORY_SCALE.get(suite.name, 1.0)
     asked = {id(e) for e in answered}
-    turns = [(int(scale * (estimate_tokens(e.text) + estimate_tokens(e.reply or "")))
-              + config.turn_overhead_tokens, id(e) in asked) for e in events]
-    return (window, sum(t for t, _ in turns),
-            history_tokens_read(turns, window - config.reserve_tokens))
+    conversations: dict[Any, list[tuple[int, bool]]] = {}
+    for e in events:
+        # a question joins the history only when it is answered and stored (memlab.bench.runner)
+        kept = e.kind != "question" or (e.store and id(e) in asked)
+        tokens = (int(scale * (estimate_tokens(e.text) + estimate_tokens(e.reply or "")))
+                  + config.turn_overhead_tokens) if kept else 0
+        conversations.setdefault(e.user_id, []).append((tokens, id(e) in asked))
+    readings = [history_reading(turns, window - config.reserve_tokens)
+                for turns in conversations.values()]
+    return (window, max(sum(t for t, _ in turns) for turns in conversations.values()),
+            sum(tokens for tokens, _ in readings), sum(seconds for _, seconds in readings))

@@ -51,6 +51,9 @@ class GridSpec(BaseModel):
             two).
         answered: per suite, tests answered per seed (a seeded sample, the same in every
             condition); a suite not named answers every test.
+        evidence_only: per suite and span, conditions that answer nothing there: their cells
+            at the answered seeds measure evidence recall only (``scaling``: full_context at
+            LTM 16k and 32k, the budget's cut).
         suite_options: per suite, the suite's own options.
         needle_replies: "scripted" stores needles with a fixed acknowledgement (no model call).
         sleep_probes: add Table 2's cells (the sleep condition, first seed, every suite).
@@ -70,6 +73,7 @@ class GridSpec(BaseModel):
     suite_seeds: dict[str, dict[Literal["seeds", "evidence_seeds"], list[int]]] = Field(
         default_factory=dict)
     answered: dict[str, int] = Field(default_factory=dict)
+    evidence_only: dict[str, dict[int, list[str]]] = Field(default_factory=dict)
     suite_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     llm: str = "local"
     llm_model: str | None = None
@@ -92,6 +96,14 @@ class GridSpec(BaseModel):
     @classmethod
     def _known_suites(cls, value: list[str]) -> list[str]:
         return [SUITES.check(v) for v in value]
+
+    @field_validator("evidence_only")
+    @classmethod
+    def _known_evidence_only(cls, value: dict[str, dict[int, list[str]]]
+                             ) -> dict[str, dict[int, list[str]]]:
+        return {SUITES.check(suite): {span: [MEMORIES.check(c) for c in conditions]
+                                      for span, conditions in spans.items()}
+                for suite, spans in value.items()}
 
     @field_validator("suite_seeds")
     @classmethod
@@ -120,7 +132,8 @@ class GridSpec(BaseModel):
         missing = [suite for suite in self.suites if not self.spans.get(suite)]
         if missing:
             raise ConfigError(f"grid {self.name!r}: spans has no size for suite(s) {missing}")
-        cells = [self._cell(c, s, span, seed, overrides, **protocol)
+        cells = [self._cell(c, s, span, seed, overrides,
+                            **self._evidence_only(s, span, c, protocol))
                  for s in self.suites for span in self.spans[s]
                  for seed, protocol in self._seed_protocols(s)
                  for c in self._conditions(protocol)]
@@ -151,6 +164,12 @@ class GridSpec(BaseModel):
             out.append((seeds[0], {"answered": answered, "probes_sleep": True}))
         return out
 
+    def _evidence_only(self, suite: str, span: int, condition: str,
+                       protocol: dict[str, Any]) -> dict[str, Any]:
+        if condition in self.evidence_only.get(suite, {}).get(span, []):
+            return protocol | {"answered": 0}
+        return protocol
+
     def _conditions(self, protocol: dict[str, Any]) -> list[str]:
         return ["sleep"] if protocol.get("probes_sleep") else self.conditions
 
@@ -177,38 +196,54 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
     """
     rows = []
     for (suite, span), group in _by_suite_span(cells or spec.cells()).items():
-        answered = evidence = stored = 0
-        reading = [0, 0, 0]  # full_context: window, conversation tokens, tokens evaluated
+        built_seeds: dict[tuple[int, int | None], dict[str, Any]] = {}
         for seed, k in sorted({(c.seed, c.answered) for c in group if not c.probes_sleep},
                               key=str):
-            built = SUITES.resolve(suite).build(
-                span=span, seed=seed, options=spec.suite_options.get(suite, {}))
-            events = built.events()
-            sample = answered_tests(events, k, seed)
-            questions = [e for e in events if e.kind == "question"]
-            evidence += len(questions)
-            stored += sum(e.kind != "question" for e in events)
-            answered += sum(is_answered(e, sample) for e in questions) if k != 0 else 0
-            if k != 0 and suite in HISTORY_SCALE:  # evidence-only cells of full_context answer nothing: no prompt read
-                asked = [e for e in questions if is_answered(e, sample)]
-                window, tokens, read = full_context_reading(built, span, events, asked)
-                reading = [window, max(reading[1], tokens), reading[2] + read]
+            built_seeds[seed, k] = _seed_counts(spec, suite, span, seed, k)
         conditions = sorted({c.condition for c in group}, key=[c.condition for c in group].index)
-        hours = {c: cell_seconds(suite, c, stored_turns=stored, answered=answered,
-                                 history_tokens=reading[2]) for c in conditions}
+        counts = {c: [built_seeds[cell.seed, cell.answered] for cell in group
+                      if cell.condition == c and not cell.probes_sleep] for c in conditions}
+        answered = {c: sum(n["answered"] for n in own) for c, own in counts.items()}
+        evidence = max(sum(n["evidence"] for n in own) for own in counts.values())
+        stored = max(sum(n["stored"] for n in own) for own in counts.values())
+        readings = [n["reading"] for n in counts.get("full_context", []) if n["reading"]]
+        reading = [max((r[0] for r in readings), default=0),
+                   max((r[1] for r in readings), default=0),
+                   sum(r[2] for r in readings), sum(r[3] for r in readings)]
+        hours = {c: cell_seconds(suite, c, stored_turns=stored, answered=answered[c],
+                                 history_s=reading[3]) for c in conditions}
         known = None not in hours.values()
+        most = max(answered.values())
         rows.append({"suite": suite, "span": span, "cells": len(group),
                      "conditions": len(conditions),
-                     "answered_per_condition": answered, "evidence_per_condition": evidence,
-                     "detectable_difference": min_detectable_difference(answered),
+                     "answered_per_condition": most, "evidence_per_condition": evidence,
+                     "evidence_only_conditions": [c for c in conditions if answered[c] == 0
+                                                  and most > 0],
+                     "detectable_difference": min_detectable_difference(most),
                      "stored_turns_per_condition": stored,
-                     "reads_full_context": "full_context" in conditions,
+                     "reads_full_context": reading[3] > 0,
                      "full_context_window": reading[0], "longest_conversation": reading[1],
                      "full_context_tokens_read": reading[2],
                      "projected_hours": sum(hours.values()) / 3600 if known else None,
                      "hours_by_condition": {c: round(h / 3600, 2) for c, h in hours.items()}
                      if known else None})
     return pd.DataFrame(rows)
+
+
+def _seed_counts(spec: GridSpec, suite: str, span: int, seed: int,
+                 k: int | None) -> dict[str, Any]:
+    """One seed's questions (evidence), answered questions and stored turns, and what
+    full_context reads answering them (None: it answers nothing, so reads no prompt)."""
+    built = SUITES.resolve(suite).build(span=span, seed=seed,
+                                        options=spec.suite_options.get(suite, {}))
+    events = built.events()
+    sample = answered_tests(events, k, seed)
+    questions = [e for e in events if e.kind == "question"]
+    asked = [e for e in questions if is_answered(e, sample)] if k != 0 else []
+    reading = (full_context_reading(built, span, events, asked)
+               if asked and suite in HISTORY_SCALE else None)
+    return {"evidence": len(questions), "answered": len(asked),
+            "stored": sum(e.kind != "question" for e in events), "reading": reading}
 
 
 def _by_suite_span(cells: list[RunSpec]) -> dict[tuple[str, int], list[RunSpec]]:
@@ -231,6 +266,9 @@ def format_plan(spec: GridSpec, table: pd.DataFrame) -> str:
         lines.append(f"  {row.suite} at {row.span} tokens: {row.conditions} conditions, "
                      f"{row.answered_per_condition} answered and {row.evidence_per_condition} "
                      f"evidence questions per condition; {power}")
+        if row.evidence_only_conditions:
+            lines.append(f"    evidence recall only (nothing answered): "
+                         f"{', '.join(row.evidence_only_conditions)}")
         if row.projected_hours is not None and row.projected_hours == row.projected_hours:
             by = ", ".join(f"{c} {h:g}" for c, h in row.hours_by_condition.items())
             lines.append(f"    projected model time: {row.projected_hours:.1f} h on 2 cores, "
@@ -325,13 +363,14 @@ SCALING = GridSpec(
                  "every test of seed 0 (6 examples of 8 types: 60 questions) and measures "
                  "evidence recall on seed 1 too (120); persona answers 30 questions of seeds 0 "
                  "and 1 (60) and adds seed 2 for evidence recall (135). At 16k-32k full_context "
-                 "cuts LTM's conversations to its 32k window. LTM is dense because full_context "
-                 "reads its whole conversation about once: answering every test of one longer "
-                 "seed reads 0.75M tokens at 32k where 25 of 40 tests in each of two seeds read "
-                 "1.0M. Projected about 29 h on 2 cores, over the 24 h budget: full_context "
-                 "reading LTM's 16k and 32k conversations is 8.6 h of it, and no seed can go "
-                 "without taking n below 60 answered or 100 evidence questions; run it in "
-                 "pieces (it resumes)."),
+                 "cuts LTM's conversations to its 32k window. The budget's cut (24 h): "
+                 "full_context answers nothing at LTM 16k and 32k, where reading 266k-535k-token "
+                 "conversations through a 32k window would take 21.5 of the grid's 43.4 h "
+                 "(a token read at position 30k costs 3.5x one at the start); its evidence "
+                 "recall is still measured there (no model call), and the comparison with "
+                 "full_context past its window is persona's at 32k. Projected 21.9 h on 2 "
+                 "cores; run it in pieces (it resumes)."),
+    evidence_only={"ltm": {16000: ["full_context"], 32000: ["full_context"]}},
     spans={"ltm": [1000, 4000, 16000, 32000], "persona": [4000, 16000, 32000]},
     seeds=[0, 1], evidence_seeds=[2], answered={"persona": 30},
     suite_seeds={"ltm": {"seeds": [0], "evidence_seeds": [1]}},

@@ -11,9 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from memlab.gridcost import JUDGE_CALL_S, LOCOMO_RATES, cell_seconds
+from memlab.gridcost import JUDGE_CALL_S, LOCOMO_RATES, cell_seconds, prefill_seconds
 from memlab.gridspec import LOCOMO, format_plan, load_spec, plan, with_published
 
 MINI = Path(__file__).parent / "suites_data" / "locomo_mini.json"
@@ -44,8 +42,13 @@ def test_plan_projects_hours_from_the_stated_rates():
     hybrid = LOCOMO_RATES["hybrid"]
     assert row.hours_by_condition["hybrid"] == round(
         (9 * hybrid.per_turn_s + 7 * (hybrid.answer_s + 2 * JUDGE_CALL_S)) / 3600, 2)
-    assert row.projected_hours == pytest.approx(sum(
-        cell_seconds("locomo", c, stored_turns=9, answered=7) for c in LOCOMO.conditions) / 3600)
+    # full_context reads each of the mini file's two conversations once, at its positions
+    assert row.full_context_tokens_read > 0 and row.full_context_window == 32768
+    read_s = prefill_seconds(0, row.full_context_tokens_read)
+    assert row.projected_hours > sum(
+        cell_seconds("locomo", c, stored_turns=9, answered=7) for c in LOCOMO.conditions) / 3600
+    assert row.projected_hours < (read_s + sum(
+        cell_seconds("locomo", c, stored_turns=9, answered=7) for c in LOCOMO.conditions)) / 3600
     text = format_plan(spec, plan(spec, spec.cells(llm="fake")))
     assert "7 answered and 7 evidence questions per condition" in text
     assert "projected model time" in text and "2 judge calls per answer at 1.05 s" in text

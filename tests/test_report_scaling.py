@@ -54,3 +54,16 @@ def test_figures_are_written_only_for_several_spans(tmp_path):
     written = scaling.write_scaling(scores, turns, tmp_path)
     assert set(written) == {"accuracy_vs_span", "recall_vs_span", "cost_vs_span"}
     assert all(p.stat().st_size > 0 for paths in written.values() for p in paths)
+
+
+def test_a_span_where_full_context_answered_nothing_is_left_out_not_an_error(tmp_path):
+    """The scaling grid's cut: full_context measures evidence recall only at LTM 16k."""
+    scores = _scores()
+    longer = scores[scores["span"] == 4000].assign(span=16000)
+    scores = pd.concat([scores, longer[longer["condition"] != "full_context"]])
+    table = scaling.crossover(paired.accuracy_comparisons(scores)).set_index("condition")
+    assert table.loc["rag", "crossover"] == "4,000"
+    assert table.loc["sleep", "crossover"] == "none up to 4,000"  # the last span compared
+    assert "16,000" not in table.columns
+    written = scaling.write_scaling(scores, _turns(scores), tmp_path)
+    assert set(written) == {"accuracy_vs_span", "recall_vs_span", "cost_vs_span"}

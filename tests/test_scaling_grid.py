@@ -8,7 +8,7 @@ import re
 import pytest
 
 from memlab import cli
-from memlab.gridcost import cell_seconds, history_tokens_read
+from memlab.gridcost import cell_seconds, history_reading, prefill_seconds
 from memlab.gridspec import SCALING
 
 
@@ -35,23 +35,35 @@ def test_plan_prints_at_least_60_answered_and_the_hours_at_every_span(capsys):
 
 
 def test_full_context_reads_each_turn_once_until_a_cut_then_the_kept_half_again():
-    assert history_tokens_read([(100, False)] * 5 + [(10, True)], budget=1000) == 500
+    assert history_reading([(100, False)] * 5 + [(10, True)], budget=1000)[0] == 500
     # 12 turns of 100 in a 1000 budget: the 11th cuts to 500 kept; the answer reads them anew
     turns = [(100, False)] * 11 + [(10, True)]
-    assert history_tokens_read(turns, budget=1000) == 600
-    assert history_tokens_read([(100, False)] * 5, budget=1000) == 0  # nothing answered
+    assert history_reading(turns, budget=1000) == (600, pytest.approx(prefill_seconds(0, 600)))
+    assert history_reading([(100, False)] * 5, budget=1000) == (0, 0.0)  # nothing answered
 
 
-def test_full_context_pays_history_at_40_tokens_a_second_and_memories_per_turn():
+def test_a_token_costs_more_the_later_it_sits_in_the_context():
+    assert prefill_seconds(0, 1000) == pytest.approx(0.0295 * 1000 + 2.45e-6 * 1000**2 / 2)
+    # the same 1,000 tokens read at positions 20k-21k cost more than at 0-1k
+    assert prefill_seconds(20000, 21000) > 2 * prefill_seconds(0, 1000)
+    # two answers 500 tokens apart read the second 500 at positions 500-1000, once
+    turns = [(500, False), (0, True), (500, False), (0, True)]
+    assert history_reading(turns, budget=4000) == (1000, pytest.approx(prefill_seconds(0, 1000)))
+
+
+def test_full_context_pays_its_history_reading_and_memories_per_turn():
     base = cell_seconds("ltm", "full_context", stored_turns=10, answered=2)
     assert cell_seconds("ltm", "full_context", stored_turns=10, answered=2,
-                        history_tokens=4000) == base + 100
+                        history_s=100.0) == base + 100
+    assert cell_seconds("ltm", "rag", stored_turns=10, answered=2, history_s=100.0) == \
+        cell_seconds("ltm", "rag", stored_turns=10, answered=2)  # memories do not read it
     assert cell_seconds("ltm", "sleep", stored_turns=100, answered=0) == 80.0
 
 
 def test_suite_seeds_replace_the_grids_seeds_for_that_suite_only():
     cells = SCALING.cells()
-    ltm = {(c.seed, c.answered) for c in cells if c.suite == "ltm"}
+    ltm = {(c.seed, c.answered) for c in cells
+           if c.suite == "ltm" and c.condition != "full_context"}
     persona = {(c.seed, c.answered) for c in cells if c.suite == "persona"}
     assert ltm == {(0, None), (1, 0)}  # every test of seed 0 answered; seed 1 evidence only
     assert persona == {(0, 30), (1, 30), (2, 0)}
@@ -67,4 +79,57 @@ def test_suite_seeds_of_an_unknown_suite_is_refused_by_name():
         validate_spec(values, "test")
     values["suite_seeds"] = {"ltm": {"seed": [0]}}
     with pytest.raises(ConfigError, match="suite_seeds"):
+        validate_spec(values, "test")
+
+
+def test_each_users_conversation_is_read_on_its_own_and_unanswered_questions_are_not_kept():
+    from types import SimpleNamespace
+
+    from memlab.gridcost import full_context_reading
+
+    def turn(user, kind="filler", store=True):
+        return SimpleNamespace(user_id=user, kind=kind, store=store, text="word " * 400,
+                               reply="word " * 400)
+
+    suite = SimpleNamespace(name="locomo", whole_history=True)
+    events = [turn("a"), turn("a"), turn("a", "question", False), turn("a", "question", False),
+              turn("b"), turn("b", "question", False)]
+    asked = [events[2], events[5]]  # events[3] is measured for evidence only
+    window, longest, tokens, seconds = full_context_reading(suite, 26000, events, asked)
+    per_turn = longest // 2
+    assert window == 32768 and tokens == 3 * per_turn  # a's two turns, then b's one
+    assert seconds == pytest.approx(prefill_seconds(0, 2 * per_turn)
+                                    + prefill_seconds(0, per_turn))
+
+
+def test_the_budget_cut_full_context_measures_evidence_only_at_ltm_16k_and_32k():
+    cells = {(c.suite, c.condition, c.span, c.seed): c.answered for c in SCALING.cells()}
+    assert cells[("ltm", "full_context", 16000, 0)] == 0
+    assert cells[("ltm", "full_context", 32000, 0)] == 0
+    assert cells[("ltm", "full_context", 4000, 0)] is None  # answers every test below 16k
+    assert cells[("ltm", "rag", 32000, 0)] is None
+    assert cells[("persona", "full_context", 32000, 0)] == 30
+
+
+def test_the_plan_fits_the_budget_and_names_what_answers_nothing(capsys):
+    from memlab.gridspec import plan
+
+    table = plan(SCALING).set_index(["suite", "span"])
+    assert table["projected_hours"].sum() <= 24
+    assert table.loc[("ltm", 32000), "evidence_only_conditions"] == ["full_context"]
+    assert table.loc[("ltm", 32000), "hours_by_condition"]["full_context"] == 0
+    assert table.loc[("ltm", 32000), "answered_per_condition"] == 60
+    assert table.loc[("ltm", 32000), "evidence_per_condition"] == 120
+    assert table.loc[("persona", 32000), "evidence_only_conditions"] == []
+    assert cli.main(["grid", "--spec", "scaling", "--plan"]) == 0
+    assert capsys.readouterr().out.count("evidence recall only (nothing answered): "
+                                         "full_context") == 2
+
+
+def test_evidence_only_of_an_unknown_condition_is_refused_by_name():
+    from memlab.errors import ConfigError
+    from memlab.gridspec import validate_spec
+
+    values = SCALING.model_dump() | {"evidence_only": {"ltm": {16000: ["full_contxt"]}}}
+    with pytest.raises(ConfigError, match="evidence_only"):
         validate_spec(values, "test")
