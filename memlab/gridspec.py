@@ -197,9 +197,13 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
     rows = []
     for (suite, span), group in _by_suite_span(cells or spec.cells()).items():
         built_seeds: dict[tuple[int, int | None], dict[str, Any]] = {}
+        suites: dict[int, Any] = {}  # a seed built once, whatever its cells answer
         for seed, k in sorted({(c.seed, c.answered) for c in group if not c.probes_sleep},
                               key=str):
-            built_seeds[seed, k] = _seed_counts(spec, suite, span, seed, k)
+            if seed not in suites:
+                suites[seed] = SUITES.resolve(suite).build(
+                    span=span, seed=seed, options=spec.suite_options.get(suite, {}))
+            built_seeds[seed, k] = _seed_counts(suites[seed], suite, span, seed, k)
         conditions = sorted({c.condition for c in group}, key=[c.condition for c in group].index)
         counts = {c: [built_seeds[cell.seed, cell.answered] for cell in group
                       if cell.condition == c and not cell.probes_sleep] for c in conditions}
@@ -230,12 +234,10 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _seed_counts(spec: GridSpec, suite: str, span: int, seed: int,
+def _seed_counts(built: Any, suite: str, span: int, seed: int,
                  k: int | None) -> dict[str, Any]:
-    """One seed's questions (evidence), answered questions and stored turns, and what
+    """One built seed's questions (evidence), answered questions and stored turns, and what
     full_context reads answering them (None: it answers nothing, so reads no prompt)."""
-    built = SUITES.resolve(suite).build(span=span, seed=seed,
-                                        options=spec.suite_options.get(suite, {}))
     events = built.events()
     sample = answered_tests(events, k, seed)
     questions = [e for e in events if e.kind == "question"]
