@@ -256,6 +256,20 @@ def paired_comparisons(questions: pd.DataFrame, reference: str = "full_context",
     return data.order_conditions(frame)
 
 
+LOCOMO_MEASURES = ("score", *VERDICTS, "f1")  # J, J strict, J matched, F1
+
+
+def versus_vanilla(questions: pd.DataFrame) -> pd.DataFrame:
+    """Each condition against ``vanilla`` (no memory) under each LoCoMo measure (Mem0's J, the
+    strict judge, J matched, F1), Holm-corrected within each measure: whether a memory, or the
+    evidence alone (oracle), beats nothing depends on the judge. Empty without vanilla answers."""
+    if not questions.loc[questions["condition"] == "vanilla", "answered"].any():
+        return pd.DataFrame()
+    frames = [paired_comparisons(questions, "vanilla", measure=measure)
+              for measure in LOCOMO_MEASURES if questions[measure].notna().any()]
+    return pd.concat(frames, ignore_index=True)
+
+
 def reference_condition(questions: pd.DataFrame,
                         preferred: tuple[str, ...] = ("full_context", "oracle", "vanilla")
                         ) -> str | None:
@@ -342,8 +356,9 @@ def literature_tables(results_dir: str | Path, labels: pd.DataFrame | None = Non
     """For each published suite with complete runs, name -> (numbers, shown; None: shown as
     the numbers): ``<suite>_table`` (``locomo_table`` / ``longmemeval_table``), the paired
     comparisons with the reference condition (``<suite>_paired``; for LoCoMo also per judge
-    and F1: ``locomo_paired_j_strict``, ``_j_matched``, ``_f1``) and, for LoCoMo, its rows
-    beside the Mem0 paper's (``locomo_mem0``: ``beside_mem0``) and the judges
+    and F1: ``locomo_paired_j_strict``, ``_j_matched``, ``_f1``; each condition against
+    vanilla under all four when the reference is another: ``locomo_paired_vanilla``) and, for
+    LoCoMo, its rows beside the Mem0 paper's (``locomo_mem0``: ``beside_mem0``) and the judges
     (``locomo_judges``: ``judge_labels.judges_table`` against ``labels``, a ``read_labels``
     frame, when given; ``locomo_labelled``: ``judge_labels.labelled_scores``, when some of
     the labels label the runs' answers; ``locomo_judges_heldout``: the judges against the
@@ -361,6 +376,8 @@ def literature_tables(results_dir: str | Path, labels: pd.DataFrame | None = Non
                     if questions[measure].notna().any():
                         out[f"{suite}_paired_{measure}"] = (
                             paired_comparisons(questions, reference, measure=measure), None)
+                if reference != "vanilla" and len(against := versus_vanilla(questions)):
+                    out["locomo_paired_vanilla"] = (against, None)
         if suite == "locomo":
             runs = data.runs_frame(results_dir)
             models = dict(zip(runs["condition"].astype(str), runs["model"].astype(str),
