@@ -40,6 +40,10 @@ class Settings(BaseSettings):
     prefix_cache_mb: int = Field(
         2048, ge=0, description="evaluated prompt prefixes a local model keeps while other "
         "prompts run on it, in MiB (memlab.llm.prefix; 0: keep only the live one)")
+    kv_checkpoint_mb: int = Field(
+        4096, ge=0, description="disk a local model's long prompt reads may keep under "
+        "cache_dir/kv, in MiB, so a resumed run does not read them again (memlab.llm.checkpoint; "
+        "0: none)")
     openai_base_url: str | None = None
     embedder: str = Field("minilm", description="embedder: a key of EMBEDDERS (memlab embedders)")
     redis_url: str | None = None

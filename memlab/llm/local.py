@@ -19,6 +19,7 @@ import numpy as np
 from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, LLMError, MissingDependencyError
 from memlab.llm.base import Completion, LLMClient, Message, as_messages, ends_in_loop
+from memlab.llm.checkpoint import DiskStates
 from memlab.llm.grammars import grammar_for, grammar_version
 from memlab.llm.jsoncut import FieldsStop, RepeatStop
 from memlab.llm.prefix import PrefixStates, common_prefix
@@ -45,13 +46,18 @@ class LoadedModel:
     eos_text: str
     load_s: float
     prefixes: PrefixStates | None = None  # parked prompt prefixes (None: only the live one)
+    checkpoints: DiskStates | None = None  # long reads kept on disk (None: none)
 
     def prepare(self, tokens: list[int]) -> int:
         """Set up the live state for ``tokens`` (call under ``lock``); the tokens reused."""
         if self.prefixes is not None:
-            return self.prefixes.prepare(self.llama, tokens)
-        live = common_prefix(self.llama.input_ids[: self.llama.n_tokens], tokens)
-        return max(0, min(live, len(tokens) - 1))
+            reused = self.prefixes.prepare(self.llama, tokens)
+        else:
+            live = common_prefix(self.llama.input_ids[: self.llama.n_tokens], tokens)
+            reused = max(0, min(live, len(tokens) - 1))
+        if self.checkpoints is not None:
+            reused = self.checkpoints.prepare(self.llama, tokens, reused)
+        return reused
 
 
 _LOADED: dict[tuple[int, str, int, bool], LoadedModel] = {}  # keyed by pid: never across fork
@@ -80,8 +86,11 @@ def _import_llama_cpp():
 
 
 def load_model(path: Path, n_ctx: int, *, n_threads: int | None = None,
-               flash_attn: bool = False, seed: int = 0, prefix_cache_mb: int = 0) -> LoadedModel:
-    """The process-wide Llama for ``(path, n_ctx, flash_attn)``, loading it on first use."""
+               flash_attn: bool = False, seed: int = 0, prefix_cache_mb: int = 0,
+               checkpoint_dir: Path | None = None, checkpoint_mb: int = 0) -> LoadedModel:
+    """The process-wide Llama for ``(path, n_ctx, flash_attn)``, loading it on first use;
+    long reads checkpointed under ``checkpoint_dir`` (``memlab.llm.checkpoint``) when
+    ``checkpoint_mb`` > 0."""
     key = (os.getpid(), str(path), n_ctx, flash_attn)
     with _LOADED_LOCK:
         if key in _LOADED:
@@ -98,6 +107,9 @@ def load_model(path: Path, n_ctx: int, *, n_threads: int | None = None,
         model = _describe(llama, time.perf_counter() - start)
         if prefix_cache_mb > 0:
             model.prefixes = PrefixStates(prefix_cache_mb * 2**20)
+        if checkpoint_dir is not None and checkpoint_mb > 0:
+            folder = f"{path.stem}-{path.stat().st_size}-ctx{n_ctx}{'-fa' if flash_attn else ''}"
+            model.checkpoints = DiskStates(Path(checkpoint_dir) / folder, checkpoint_mb * 2**20)
         _LOADED[key] = model
         return model
 
@@ -163,7 +175,9 @@ class LocalLLM(LLMClient):
         # of several workers sets MEMLAB_N_THREADS to share the cores instead
         threads = n_threads or settings.n_threads or os.cpu_count() or 1
         self._loaded = load_model(path, self.context_window, flash_attn=flash_attn, seed=seed,
-                                  n_threads=threads, prefix_cache_mb=settings.prefix_cache_mb)
+                                  n_threads=threads, prefix_cache_mb=settings.prefix_cache_mb,
+                                  checkpoint_dir=settings.cache_dir / "kv",
+                                  checkpoint_mb=settings.kv_checkpoint_mb)
 
     @property
     def llama(self) -> Any:
