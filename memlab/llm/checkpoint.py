@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from memlab.llm.prefix import SEQ, common_prefix
+from memlab.llm.prefix import SEQ, common_prefix, make_live
 
 EVERY = 4096  # tokens between checkpoints: a multiple of the batch (512)
 MIN_NEW = 4096  # a call reading fewer new tokens writes none and looks for none
@@ -67,7 +67,7 @@ class DiskStates:
         return reused
 
     def _files(self) -> list[Path]:
-        return sorted(self.folder.glob(f"*{SUFFIX}")) if self.folder.is_dir() else []
+        return list(self.folder.glob(f"*{SUFFIX}")) if self.folder.is_dir() else []
 
     def _best(self, tokens: list[int]) -> tuple[Path | None, int]:
         best_path, best = None, 0
@@ -92,10 +92,7 @@ class DiskStates:
         if not read:
             llama.n_tokens = 0
             return False
-        n = int(count.value)
-        llama.input_ids[:n] = np.ctypeslib.as_array(out)[:n]
-        llama.n_tokens = n
-        llama._requires_eval = True  # the context's logits are not this prompt's
+        make_live(llama, np.ctypeslib.as_array(out)[:int(count.value)])
         os.utime(path)  # recently used
         self.restored += 1
         return True
@@ -113,8 +110,8 @@ class DiskStates:
             partial.unlink(missing_ok=True)
             return
         np.save(_tokens_path(partial), np.asarray(tokens, dtype=np.int32))
+        os.replace(partial, path)  # a state without its tokens is never matched
         os.replace(_tokens_path(partial), _tokens_path(path))
-        os.replace(partial, path)
         self.written += 1
         for stale in self.folder.glob("*.partial*"):  # a write a killed process left
             if stale.name.split(".")[1] != str(os.getpid()) and _older_than(stale, 3600):

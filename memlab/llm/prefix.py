@@ -115,13 +115,18 @@ class PrefixStates:
         if not llama_cpp.llama_state_seq_set_data(ctx, buffer, len(parked.data), SEQ):
             llama.n_tokens = 0  # nothing restored: the call evaluates the whole prompt
             return
-        n = len(parked.tokens)
-        llama.input_ids[:n] = parked.tokens
-        llama.n_tokens = n
-        # the logits in the context are the last live call's: an exact repeat of the parked
-        # prompt must evaluate its last token again, not sample from them
-        llama._requires_eval = True
+        make_live(llama, parked.tokens)
         self.restored += 1
+
+
+def make_live(llama: Any, tokens: np.ndarray) -> None:
+    """Record ``tokens`` as what ``llama``'s restored KV cells hold."""
+    n = len(tokens)
+    llama.input_ids[:n] = tokens
+    llama.n_tokens = n
+    # the logits in the context are the last live call's: an exact repeat of the restored
+    # prompt must evaluate its last token again, not sample from them
+    llama._requires_eval = True
 
 
 def _seq_state(llama: Any) -> bytes | None:
