@@ -141,6 +141,36 @@ class _Models:
         return self._built[key]
 
 
+def data_here(spec: RunSpec, manifest: dict[str, Any], where: Path) -> RunSpec:
+    """``spec`` with its data file where this machine keeps it. A cell records the path it read
+    (often relative: ``../shared/data/locomo/locomo10.json``) and the file's sha256; where that
+    path is not a file, a LoCoMo cell reads ``MEMLAB_LOCOMO_DATA`` instead, if its sha256 is
+    the recorded one.
+
+    Raises:
+        ConfigError: the recorded path is not here and no other copy is named, or the copy
+            named is missing or another file.
+    """
+    from memlab.config import get_settings
+    from memlab.llm.weights import sha256_file
+
+    recorded = (spec.suite_options or {}).get("data")
+    if not isinstance(recorded, str) or Path(recorded).is_file():
+        return spec
+    sha256 = (manifest.get("suite_params") or {}).get("sha256")
+    other = get_settings().locomo_data if spec.suite == "locomo" else None
+    if other is None:
+        named = " (or name a copy in MEMLAB_LOCOMO_DATA)" if spec.suite == "locomo" else ""
+        raise ConfigError(f"{where}: its data {recorded!r} is not a file here: replay from where "
+                          f"that path resolves{named}")
+    if not Path(other).is_file():
+        raise ConfigError(f"MEMLAB_LOCOMO_DATA {str(other)!r}: no such file")
+    if sha256 and sha256_file(Path(other)) != sha256:
+        raise ConfigError(f"MEMLAB_LOCOMO_DATA {str(other)!r}: not the file {where} ran on "
+                          f"(sha256 must be {sha256})")
+    return spec.model_copy(update={"suite_options": {**spec.suite_options, "data": str(other)}})
+
+
 def score_cell(run_dir: Path, models: _Models) -> tuple[int, int]:
     """Score one copied cell from its turns into its scores.jsonl, with no model call;
     ``(scores, judge calls its journal answered)``.
@@ -153,6 +183,7 @@ def score_cell(run_dir: Path, models: _Models) -> tuple[int, int]:
 
     manifest = read_manifest(run_dir)
     spec = RunSpec.parse(manifest.get("spec") or {}, f"{run_dir / 'manifest.json'} spec")
+    spec = data_here(spec, manifest, run_dir / "manifest.json")
     llm = models.get(spec)
     suite = build_suite(spec, llm)
     turns = check_turns(run_dir, suite.events())

@@ -155,6 +155,33 @@ def test_the_locomo_label_cells_replay_into_their_judges_tables(tmp_path, capsys
     assert status == 1 and "locomo_judges" in err
 
 
+def test_locomo_records_replay_elsewhere_from_a_named_copy_of_their_data(tmp_path, capsys,
+                                                                         monkeypatch):
+    """A LoCoMo cell records its data as ../shared/...: replayed from a folder where that path
+    does not resolve, it reads MEMLAB_LOCOMO_DATA when that file has the recorded sha256, and
+    refuses (exit 2, one line) with no copy named or with another file."""
+    cell = "locomo-vanilla-26000-s0"
+    records = tmp_path / "copy" / "records" / "one"
+    shutil.copytree(REPO / "records" / "locomo" / cell, records / cell)
+    monkeypatch.chdir(tmp_path / "copy")  # ../shared/data/locomo/locomo10.json is not here
+    monkeypatch.delenv("MEMLAB_LOCOMO_DATA", raising=False)
+    status, _, err = replay(records, tmp_path / "none", capsys)
+    assert status == 2 and "is not a file here" in err and "MEMLAB_LOCOMO_DATA" in err
+    assert len(err.strip().splitlines()) == 1
+    data = REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
+    other = tmp_path / "other.json"
+    other.write_text(data.read_text(encoding="utf-8") + " ", encoding="utf-8")
+    monkeypatch.setenv("MEMLAB_LOCOMO_DATA", str(other))
+    status, _, err = replay(records, tmp_path / "other", capsys)
+    assert status == 2 and "sha256 must be" in err
+    monkeypatch.setenv("MEMLAB_LOCOMO_DATA", str(data))
+    status, out, err = replay(records, tmp_path / "out", capsys)
+    assert status == 0, err
+    assert "1 cells scored" in out and "0 model calls" in out
+    scores = (tmp_path / "out" / "runs" / cell / "scores.jsonl").read_text().splitlines()
+    assert len(scores) == 1540  # evidence recall on every question, 320 of them answered
+
+
 @pytest.fixture
 def change(tmp_path) -> Path:
     """Records of a change: persona-rag-4000-s0 "run again", one right answer now wrong, with a
