@@ -188,7 +188,8 @@ class GridSpec(BaseModel):
 
 def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
     """Per suite and span: cells, questions answered and evidence questions per condition, the
-    smallest paired difference the answered questions detect, and (for a suite with measured
+    smallest paired difference the answered questions detect (the tests they fall in, when a
+    test asks several: the unit accuracy is paired on), and (for a suite with measured
     rates, ``memlab.gridcost``) the projected hours of model time, in all and per condition.
 
     Questions are counted on the suites themselves, with the sample a run answers (built with
@@ -208,6 +209,7 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
         counts = {c: [built_seeds[cell.seed, cell.answered] for cell in group
                       if cell.condition == c and not cell.probes_sleep] for c in conditions}
         answered = {c: sum(n["answered"] for n in own) for c, own in counts.items()}
+        tests = max(sum(n["tests"] for n in own) for own in counts.values())
         evidence = max(sum(n["evidence"] for n in own) for own in counts.values())
         stored = max(sum(n["stored"] for n in own) for own in counts.values())
         readings = [n["reading"] for n in counts.get("full_context", []) if n["reading"]]
@@ -221,9 +223,10 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
         rows.append({"suite": suite, "span": span, "cells": len(group),
                      "conditions": len(conditions),
                      "answered_per_condition": most, "evidence_per_condition": evidence,
+                     "answered_tests_per_condition": tests,
                      "evidence_only_conditions": [c for c in conditions if answered[c] == 0
                                                   and most > 0],
-                     "detectable_difference": min_detectable_difference(most),
+                     "detectable_difference": min_detectable_difference(min(most, tests)),
                      "stored_turns_per_condition": stored,
                      "reads_full_context": reading[3] > 0,
                      "full_context_window": reading[0], "longest_conversation": reading[1],
@@ -236,7 +239,8 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
 
 def _seed_counts(built: Any, suite: str, span: int, seed: int,
                  k: int | None) -> dict[str, Any]:
-    """One built seed's questions (evidence), answered questions and stored turns, and what
+    """One built seed's questions (evidence), answered questions, the tests they belong to (an
+    LTM test asks several; accuracy is scored and paired per test) and stored turns, and what
     full_context reads answering them (None: it answers nothing, so reads no prompt)."""
     events = built.events()
     sample = answered_tests(events, k, seed)
@@ -245,6 +249,7 @@ def _seed_counts(built: Any, suite: str, span: int, seed: int,
     reading = (full_context_reading(built, span, events, asked)
                if asked and suite in HISTORY_SCALE else None)
     return {"evidence": len(questions), "answered": len(asked),
+            "tests": len({e.test_id or e.index for e in asked}),
             "stored": sum(e.kind != "question" for e in events), "reading": reading}
 
 
@@ -265,9 +270,12 @@ def format_plan(spec: GridSpec, table: pd.DataFrame) -> str:
         power = (f"detects a paired difference of {mdd:.0%} (80% power, exact McNemar, 30% "
                  "of questions discordant)" if mdd == mdd else
                  "too few to detect a paired difference below 30% with 80% power")
+        tests = row.answered_tests_per_condition
+        unit = (f" (in {tests} tests, the unit its accuracy is scored and paired on)"
+                if 0 < tests < row.answered_per_condition else "")
         lines.append(f"  {row.suite} at {row.span} tokens: {row.conditions} conditions, "
-                     f"{row.answered_per_condition} answered and {row.evidence_per_condition} "
-                     f"evidence questions per condition; {power}")
+                     f"{row.answered_per_condition} answered{unit} and "
+                     f"{row.evidence_per_condition} evidence questions per condition; {power}")
         if row.evidence_only_conditions:
             lines.append(f"    evidence recall only (nothing answered): "
                          f"{', '.join(row.evidence_only_conditions)}")

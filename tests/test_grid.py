@@ -67,13 +67,16 @@ def test_plan_counts_paired_questions_and_states_the_detectable_difference():
     assert quick.loc["persona", "evidence_per_condition"] == 3 * 45
     text = grid.format_plan(grid.QUICK, grid.plan(grid.QUICK))
     assert "persona at 4000 tokens: 8 conditions, 24 answered and 135 evidence" in text
+    standard = grid.format_plan(grid.STANDARD, grid.plan(grid.STANDARD))
+    assert ("ltm at 1000 tokens: 8 conditions, 131 answered (in 105 tests, the unit its accuracy "
+            "is scored and paired on)") in standard
 
 
 def test_grid_plan_prints_and_runs_nothing(tmp_path, capsys):
     from memlab import cli
 
     assert cli.main(["grid", "--spec", "quick", "--plan", "--results", str(tmp_path)]) == 0
-    assert "detects a paired difference" in capsys.readouterr().out
+    assert "paired difference" in capsys.readouterr().out  # what it detects, or that n is too few
     assert list(tmp_path.iterdir()) == []
 
 

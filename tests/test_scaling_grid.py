@@ -21,7 +21,8 @@ def test_the_spec_spans_and_conditions():
 def test_plan_prints_at_least_60_answered_and_the_hours_at_every_span(capsys):
     assert cli.main(["grid", "--spec", "scaling", "--plan"]) == 0
     out = capsys.readouterr().out
-    found = re.findall(r"(ltm|persona) at (\d+) tokens: 8 conditions, (\d+) answered and (\d+) "
+    found = re.findall(r"(ltm|persona) at (\d+) tokens: 8 conditions, (\d+) answered(?: \(in \d+ "
+                       r"tests, the unit its accuracy is scored and paired on\))? and (\d+) "
                        r"evidence questions per condition; detects a paired difference of "
                        r"(\d+)%", out)
     assert {(s, int(span)) for s, span, *_ in found} == {
@@ -119,6 +120,11 @@ def test_the_plan_fits_the_budget_and_names_what_answers_nothing(capsys):
     assert table.loc[("ltm", 32000), "evidence_only_conditions"] == ["full_context"]
     assert table.loc[("ltm", 32000), "hours_by_condition"]["full_context"] == 0
     assert table.loc[("ltm", 32000), "answered_per_condition"] == 60
+    # LTM scores and pairs tests, some asking several questions: the power is stated on them
+    assert table.loc[("ltm", 32000), "answered_tests_per_condition"] == 48
+    assert table.loc[("persona", 32000), "answered_tests_per_condition"] == 60
+    ltm, persona = table.loc[("ltm", 32000)], table.loc[("persona", 32000)]
+    assert ltm["detectable_difference"] > persona["detectable_difference"]
     assert table.loc[("ltm", 32000), "evidence_per_condition"] == 120
     assert table.loc[("persona", 32000), "evidence_only_conditions"] == []
     assert cli.main(["grid", "--spec", "scaling", "--plan"]) == 0
