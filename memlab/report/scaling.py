@@ -16,6 +16,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
 from memlab.report import data, paired
 from memlab.report.style import colours, label, marker, save
@@ -57,13 +58,16 @@ def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA) -> pd.Data
 def plot_accuracy_vs_span(comparisons: pd.DataFrame) -> plt.Figure:
     """Each condition's paired accuracy difference from full_context vs span, 95% ribbons."""
     rows = comparisons[comparisons["reference"] == REFERENCE]
-    return _per_suite(rows, "difference", "Accuracy − full context", ribbon=("low", "high"))
+    points = rows.assign(**{k: 100 * rows[k] for k in ("difference", "low", "high")})
+    return _per_suite(points, "difference", "Accuracy − full context (points)",
+                      ribbon=("low", "high"))
 
 
 def plot_recall_vs_span(turns: pd.DataFrame) -> plt.Figure:
     """Mean evidence recall per condition vs span."""
     means = _means(data.evidence_questions(turns), "evidence_recall")
-    return _per_suite(means, "evidence_recall", "Evidence recall")
+    return _per_suite(means.assign(evidence_recall=100 * means["evidence_recall"]),
+                      "evidence_recall", "Evidence recall (%)")
 
 
 def plot_cost_vs_span(turns: pd.DataFrame) -> plt.Figure:
@@ -99,24 +103,36 @@ def _means(rows: pd.DataFrame, value: str) -> pd.DataFrame:
 def _lower_row(fig: plt.Figure, rows: pd.DataFrame, value: str, ylabel: str) -> None:
     """Draw ``value`` (log axis) in the second row of a two-row ``_per_suite`` figure, one
     panel per suite in the first row's order."""
-    for ax, (_suite, group) in zip(fig.axes[len(fig.axes) // 2:], rows.groupby("suite"),
-                                   strict=False):
+    lower = fig.axes[len(fig.axes) // 2:]
+    for ax, (_suite, group) in zip(lower, rows.groupby("suite"), strict=False):
         _lines(ax, group, value, None, log=True)
-        ax.set_ylabel(ylabel)
+    lower[0].set_ylabel(ylabel)
 
 
 def _per_suite(rows: pd.DataFrame, value: str, ylabel: str, *, ribbon: tuple | None = None,
                log: bool = False, panels: int = 1) -> plt.Figure:
     """One panel per suite (columns) in the first of ``panels`` rows, ``value`` vs span."""
     suites = sorted(rows["suite"].unique())
-    fig, axes = plt.subplots(panels, max(1, len(suites)), squeeze=False,
+    fig, axes = plt.subplots(panels, max(1, len(suites)), squeeze=False, layout="constrained",
                              figsize=(5 * max(1, len(suites)), 3.6 * panels))
     for ax, suite in zip(axes[0], suites, strict=False):
         _lines(ax, rows[rows["suite"] == suite], value, ribbon, log=log)
         ax.set_title(suite)
-        ax.set_ylabel(ylabel)
-    axes[0][-1].legend(fontsize="small", loc="best")
+    axes[0][0].set_ylabel(ylabel)
+    if rows.empty:  # e.g. no full_context cell answered yet: say so, not an empty frame
+        axes[0][0].text(0.5, 0.5, f"nothing to draw yet: {ylabel.lower()}", ha="center",
+                        va="center", transform=axes[0][0].transAxes, color="grey")
+    else:
+        axes[0][-1].legend(fontsize="small", loc="best")
     return fig
+
+
+def _span_text(value: float, _position: object = None) -> str:
+    return f"{value / 1000:g}k" if value >= 1000 else f"{value:g}"
+
+
+def _plain(value: float, _position: object = None) -> str:
+    return f"{value:,.0f}" if value >= 10 else f"{value:g}"
 
 
 def _lines(ax: plt.Axes, rows: pd.DataFrame, value: str, ribbon: tuple | None, *,
@@ -132,8 +148,16 @@ def _lines(ax: plt.Axes, rows: pd.DataFrame, value: str, ribbon: tuple | None, *
                             alpha=0.15)
     ax.set_xscale("log")
     ax.set_xlabel("Memory span (tokens)")
+    spans = sorted(rows["span"].unique())
+    if spans:  # the spans run, labelled as written (1k, 4k, 16k, 32k), not powers of ten
+        ax.xaxis.set_major_locator(FixedLocator(spans))
+        ax.xaxis.set_major_formatter(FuncFormatter(_span_text))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     if log:
         ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(_plain))
+        ax.yaxis.set_minor_formatter(NullFormatter())
     if ribbon:
         ax.axhline(0, color="grey", lw=0.8)
 
