@@ -147,7 +147,36 @@ def comparable(path: Path) -> list[dict]:
     return [strip_timing(t) for t in read_jsonl(path)]
 
 
+class FailingMemory(ScriptedMemory):
+    """Fails (counted, not fatal, like hybrid and the peers) on the filler turns "?.1"."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.failures: list[str] = []
+
+    def observe(self, exchange: Exchange) -> None:
+        if ".1?" in exchange.user:
+            self.failures.append(f"turn {exchange.turn_number}: the store said no")
+            return
+        super().observe(exchange)
+
+
+def failing_factory(condition, *, llm, embedder, workdir, scope, memory_llm=None,
+                    namespace=None):
+    return Agent(FailingMemory(scope, llm=llm, embedder=embedder, workdir=workdir), llm)
+
+
 # ---------------------------------------------------------------------------- unit tests
+def test_a_memory_failure_is_kept_with_its_turn(tmp_path):
+    run_dir = run(TinySuite(), "vanilla", llm=FakeLLM([fake_reply]), results_dir=tmp_path,
+                  progress=False, agent_factory=failing_factory)
+    turns = read_jsonl(run_dir / "turns.jsonl")
+    failed = {t["text"]: t["memory_failures"] for t in turns if "memory_failures" in t}
+    assert set(failed) == {"Filler question 0.1?", "Filler question 1.1?",
+                           "Filler question 2.1?"}
+    assert all(len(f) == 1 and f[0].endswith("the store said no") for f in failed.values())
+
+
 def test_run_writes_turns_manifest_scores(tmp_path):
     llm = FakeLLM([fake_reply])
     suite = TinySuite()

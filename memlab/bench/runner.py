@@ -484,6 +484,8 @@ class _RunSession:
         event = step.event
         assert event is not None
         self._use(event.user_id)
+        failures = getattr(self.agent.memory, "failures", None)  # hybrid's, the peers'
+        known = len(failures) if isinstance(failures, list) else None
         record = {"index": event.index, "phase": step.phase, "kind": event.kind,
                   "test_id": event.test_id, "test_type": event.test_type,
                   "session_id": event.session_id, "text": event.text}
@@ -509,6 +511,10 @@ class _RunSession:
             record.update(self._interact(event, store=event.store and step.phase == "main"))
         record.update(timestamp=event.timestamp, options=event.options,
                       answer_index=event.answer_index, metadata=event.metadata)
+        if known is not None and len(failures) > known:
+            # a memory's own failure on this turn (counted, never fatal) is kept with the turn,
+            # so a run killed before its manifest's memory_stats still shows it
+            record["memory_failures"] = failures[known:]
         return json.loads(_dumps(record))  # exactly what turns.jsonl holds
 
     def _interact(self, event: SuiteEvent, *, store: bool) -> dict[str, Any]:
