@@ -109,9 +109,10 @@ def register(commands) -> dict:
                "--scheduler tcp://127.0.0.1:8786\n  memlab grid --conditions rag,sleep "
                "--suites persona --seeds 0,1,2\n  memlab grid --spec peers-standard --status")
     grid.add_argument("--spec", default="quick",
-                      help="quick, standard, full, locomo, peers (mem0 and LangMem beside "
-                           "vanilla, rag, hybrid, sleep; peers-standard at the standard sizes), or a "
-                           "YAML file with GridSpec fields (default quick)")
+                      help="quick, standard, full, locomo (all of LoCoMo), scaling (spans 1k-32k), "
+                           "peers (mem0, LangMem and graphiti beside vanilla, rag, hybrid, sleep; "
+                           "peers-standard at the standard sizes), or a YAML file with GridSpec "
+                           "fields (default quick)")
     grid.add_argument("--plan", action="store_true",
                       help="print the cells, the questions per condition and the smallest "
                            "paired difference the grid detects, and run nothing")
@@ -137,8 +138,8 @@ def register(commands) -> dict:
                     "measures and with what power before you run it.",
         epilog="examples:\n  memlab paper --figures figures\n  memlab paper --spec standard")
     paper.add_argument("--spec", default="quick",
-                       help="quick, standard, full, peers, peers-standard, or a YAML file "
-                            "(default quick)")
+                       help="quick, standard, full, peers, peers-standard, locomo, scaling, or "
+                            "a YAML file (default quick)")
     paper.add_argument("--full", action="store_true", help="same as --spec full")
     paper.add_argument("--results", default=None, help="results folder (default results/<spec>)")
     paper.add_argument("--figures", default="figures", help="figures folder (default figures)")
