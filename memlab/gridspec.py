@@ -54,6 +54,9 @@ class GridSpec(BaseModel):
         evidence_only: per suite and span, conditions that answer nothing there: their cells
             at the answered seeds measure evidence recall only (``scaling``: full_context at
             LTM 16k and 32k, the budget's cut).
+        not_run: per suite and span, conditions with no cell there at all (``scaling``: the
+            three that call the memory model for every stored turn, at 16k: the budget's
+            second cut).
         suite_options: per suite, the suite's own options.
         needle_replies: "scripted" stores needles with a fixed acknowledgement (no model call).
         sleep_probes: add Table 2's cells (the sleep condition, first seed, every suite).
@@ -74,6 +77,7 @@ class GridSpec(BaseModel):
         default_factory=dict)
     answered: dict[str, int] = Field(default_factory=dict)
     evidence_only: dict[str, dict[int, list[str]]] = Field(default_factory=dict)
+    not_run: dict[str, dict[int, list[str]]] = Field(default_factory=dict)
     suite_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     llm: str = "local"
     llm_model: str | None = None
@@ -97,7 +101,7 @@ class GridSpec(BaseModel):
     def _known_suites(cls, value: list[str]) -> list[str]:
         return [SUITES.check(v) for v in value]
 
-    @field_validator("evidence_only")
+    @field_validator("evidence_only", "not_run")
     @classmethod
     def _known_evidence_only(cls, value: dict[str, dict[int, list[str]]]
                              ) -> dict[str, dict[int, list[str]]]:
@@ -136,7 +140,8 @@ class GridSpec(BaseModel):
                             **self._evidence_only(s, span, c, protocol))
                  for s in self.suites for span in self.spans[s]
                  for seed, protocol in self._seed_protocols(s)
-                 for c in self._conditions(protocol)]
+                 for c in self._conditions(protocol)
+                 if c not in self.not_run.get(s, {}).get(span, [])]
         if not cells:
             raise ConfigError(f"grid {self.name!r}: no cells (seeds and evidence_seeds are "
                               "both empty)")
@@ -279,6 +284,9 @@ def format_plan(spec: GridSpec, table: pd.DataFrame) -> str:
         if row.evidence_only_conditions:
             lines.append(f"    evidence recall only (nothing answered): "
                          f"{', '.join(row.evidence_only_conditions)}")
+        skipped = spec.not_run.get(row.suite, {}).get(row.span, [])
+        if skipped:
+            lines.append(f"    not run at this span (no cells): {', '.join(skipped)}")
         if row.projected_hours is not None and row.projected_hours == row.projected_hours:
             by = ", ".join(f"{c} {h:g}" for c, h in row.hours_by_condition.items())
             lines.append(f"    projected model time: {row.projected_hours:.1f} h on 2 cores, "
@@ -366,6 +374,8 @@ LOCOMO = GridSpec(
     suite_options={"locomo": {"categories": [1, 2, 3, 4]}}, one_seed=["locomo"],
     sleep_probes=False,
 )
+# the memories that call the memory model for every stored turn: the scaling grid's dearest
+PER_TURN_MEMORIES = ["episodic_summary", "sleep", "hybrid"]
 SCALING = GridSpec(
     name="scaling", suites=PAPER_SUITES, conditions=LOCOMO_CONDITIONS, **PAPER_MODELS,
     description=("Where memory matters (issue 45): LTM at memory spans 1k/4k/16k/32k, persona "
@@ -378,9 +388,15 @@ SCALING = GridSpec(
                  "conversations through a 32k window would take 21.5 of the grid's 43.4 h "
                  "(a token read at position 30k costs 3.5x one at the start); its evidence "
                  "recall is still measured there (no model call), and the comparison with "
-                 "full_context past its window is persona's at 32k. Projected 21.9 h on 2 "
-                 "cores; run it in pieces (it resumes)."),
+                 "full_context past its window is persona's at 32k. The second cut "
+                 "(measured): run one thread a cell beside another grid, cells took 1.3-3.3x "
+                 "their projection, so the 21.9 h would have been about 32 h of the machine; "
+                 "at 16k the three memories that call the model for every stored turn "
+                 "(episodic_summary, sleep, hybrid: 4.0 projected h) are not run, and 32k "
+                 "keeps all eight. Projected 17.9 h on 2 cores; run it in pieces (it "
+                 "resumes)."),
     evidence_only={"ltm": {16000: ["full_context"], 32000: ["full_context"]}},
+    not_run={suite: {16000: PER_TURN_MEMORIES} for suite in PAPER_SUITES},
     spans={"ltm": [1000, 4000, 16000, 32000], "persona": [4000, 16000, 32000]},
     seeds=[0, 1], evidence_seeds=[2], answered={"persona": 30},
     suite_seeds={"ltm": {"seeds": [0], "evidence_seeds": [1]}},

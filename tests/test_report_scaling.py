@@ -67,3 +67,20 @@ def test_a_span_where_full_context_answered_nothing_is_left_out_not_an_error(tmp
     assert "16,000" not in table.columns
     written = scaling.write_scaling(scores, _turns(scores), tmp_path)
     assert set(written) == {"accuracy_vs_span", "recall_vs_span", "cost_vs_span"}
+
+
+def test_a_span_a_memory_did_not_run_reads_not_run_and_its_crossover_names_the_gap(tmp_path):
+    """The scaling grid's second cut: sleep has no cell at 4k, rag does (here, the middle
+    span of three), so sleep's crossover at 16k cannot claim 4k was below full_context."""
+    scores = _scores()
+    longer = scores[scores["span"] == 4000].assign(span=16000)
+    longer.loc[longer["condition"] == "sleep", "fraction"] = 1.0  # always right at 16k
+    scores = pd.concat([scores[~((scores["span"] == 4000) & (scores["condition"] == "sleep"))],
+                        longer])
+    table = scaling.crossover(paired.accuracy_comparisons(scores)).set_index("condition")
+    assert table.loc["sleep", "4,000"] == "not run"
+    assert table.loc["sleep", "crossover"] == "16,000 (not run at 4,000)"
+    assert table.loc["rag", "crossover"] == "4,000"  # ran at every span: no gap named
+    assert table.loc["rag", "4,000"].startswith("+50.0%")
+    written = scaling.write_scaling(scores, _turns(scores), tmp_path)
+    assert "accuracy_vs_span" in written

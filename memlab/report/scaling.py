@@ -45,14 +45,21 @@ def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA) -> pd.Data
     for (suite, condition), group in against.groupby(["suite", "condition"], observed=True):
         group = group.sort_values("span")
         above = group[(group["p_holm"] < alpha) & (group["difference"] > 0)]
+        found = int(above["span"].iloc[0]) if len(above) else int(group["span"].max())
+        # a span the grid ran for other conditions but not this one (scaling's 16k cut)
+        gaps = sorted(set(against.loc[against["suite"] == suite, "span"].astype(int))
+                      - set(group["span"].astype(int)))
+        gaps = [f"{g:,}" for g in gaps if g < found]
         row = {"suite": suite, "condition": str(condition),
-               "crossover": (f"{int(above['span'].iloc[0]):,}" if len(above) else
-                             f"none up to {int(group['span'].max()):,}")}
+               "crossover": (f"{found:,}" if len(above) else f"none up to {found:,}")
+               + (f" (not run at {', '.join(gaps)})" if gaps else "")}
         for r in group.itertuples():
             row[f"{int(r.span):,}"] = (f"{r.difference:+.1%} {interval_text(r.low, r.high)} "
                                        f"(n={r.n_pairs}, p_holm={r.p_holm:.3f})")
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    spans = [c for c in table.columns if c not in ("suite", "condition", "crossover")]
+    return table.fillna({c: "not run" for c in spans})
 
 
 def plot_accuracy_vs_span(comparisons: pd.DataFrame) -> plt.Figure:
