@@ -54,9 +54,8 @@ class GridSpec(BaseModel):
         evidence_only: per suite and span, conditions that answer nothing there: their cells
             at the answered seeds measure evidence recall only (``scaling``: full_context at
             LTM 16k and 32k, the budget's cut).
-        not_run: per suite and span, conditions with no cell there at all (``scaling``: the
-            three that call the memory model for every stored turn, at 16k: the budget's
-            second cut).
+        not_run: per suite and span, conditions with no cell there at all (a grid cut to a
+            budget at some spans; the crossover table then names the gap).
         suite_options: per suite, the suite's own options.
         needle_replies: "scripted" stores needles with a fixed acknowledgement (no model call).
         sleep_probes: add Table 2's cells (the sleep condition, first seed, every suite).
@@ -374,8 +373,6 @@ LOCOMO = GridSpec(
     suite_options={"locomo": {"categories": [1, 2, 3, 4]}}, one_seed=["locomo"],
     sleep_probes=False,
 )
-# the memories that call the memory model for every stored turn: the scaling grid's dearest
-PER_TURN_MEMORIES = ["episodic_summary", "sleep", "hybrid"]
 SCALING = GridSpec(
     name="scaling", suites=PAPER_SUITES, conditions=LOCOMO_CONDITIONS, **PAPER_MODELS,
     description=("Where memory matters (issue 45): LTM at memory spans 1k/4k/16k/32k, persona "
@@ -388,15 +385,10 @@ SCALING = GridSpec(
                  "conversations through a 32k window would take 21.5 of the grid's 43.4 h "
                  "(a token read at position 30k costs 3.5x one at the start); its evidence "
                  "recall is still measured there (no model call), and the comparison with "
-                 "full_context past its window is persona's at 32k. The second cut "
-                 "(measured): run one thread a cell beside another grid, cells took 1.3-3.3x "
-                 "their projection, so the 21.9 h would have been about 32 h of the machine; "
-                 "at 16k the three memories that call the model for every stored turn "
-                 "(episodic_summary, sleep, hybrid: 4.0 projected h) are not run, and 32k "
-                 "keeps all eight. Projected 17.9 h on 2 cores; run it in pieces (it "
-                 "resumes)."),
+                 "full_context past its window is persona's at 32k. Projected 21.9 h on 2 "
+                 "cores: the first 44 cells took 1.93x their projected model time on one of "
+                 "the two cores, so 0.97x it in machine time; run it in pieces (it resumes)."),
     evidence_only={"ltm": {16000: ["full_context"], 32000: ["full_context"]}},
-    not_run={suite: {16000: PER_TURN_MEMORIES} for suite in PAPER_SUITES},
     spans={"ltm": [1000, 4000, 16000, 32000], "persona": [4000, 16000, 32000]},
     seeds=[0, 1], evidence_seeds=[2], answered={"persona": 30},
     suite_seeds={"ltm": {"seeds": [0], "evidence_seeds": [1]}},

@@ -21,7 +21,7 @@ def test_the_spec_spans_and_conditions():
 def test_plan_prints_at_least_60_answered_and_the_hours_at_every_span(capsys):
     assert cli.main(["grid", "--spec", "scaling", "--plan"]) == 0
     out = capsys.readouterr().out
-    found = re.findall(r"(ltm|persona) at (\d+) tokens: [58] conditions, (\d+) answered(?: \(in \d+ "
+    found = re.findall(r"(ltm|persona) at (\d+) tokens: 8 conditions, (\d+) answered(?: \(in \d+ "
                        r"tests, the unit its accuracy is scored and paired on\))? and (\d+) "
                        r"evidence questions per condition; detects a paired difference of "
                        r"(\d+)%", out)
@@ -68,8 +68,7 @@ def test_suite_seeds_replace_the_grids_seeds_for_that_suite_only():
     persona = {(c.seed, c.answered) for c in cells if c.suite == "persona"}
     assert ltm == {(0, None), (1, 0)}  # every test of seed 0 answered; seed 1 evidence only
     assert persona == {(0, 30), (1, 30), (2, 0)}
-    # 8 conditions at 17 span-seeds, less the 3 per-turn memories at 16k (2 + 3 seeds)
-    assert len(cells) == 8 * (4 * 2 + 3 * 3) - 3 * (2 + 3)
+    assert len(cells) == 8 * (4 * 2 + 3 * 3)
 
 
 def test_suite_seeds_of_an_unknown_suite_is_refused_by_name():
@@ -113,17 +112,20 @@ def test_the_budget_cut_full_context_measures_evidence_only_at_ltm_16k_and_32k()
     assert cells[("persona", "full_context", 32000, 0)] == 30
 
 
-def test_the_second_cut_leaves_the_per_turn_memories_out_at_16k_only(capsys):
-    cells = {(c.suite, c.condition, c.span) for c in SCALING.cells()}
-    for suite in ("ltm", "persona"):
-        for condition in ("episodic_summary", "sleep", "hybrid"):
-            assert (suite, condition, 16000) not in cells
-            assert (suite, condition, 32000) in cells and (suite, condition, 4000) in cells
-        assert (suite, "episodic", 16000) in cells and (suite, "rag", 16000) in cells
-    assert cli.main(["grid", "--spec", "scaling", "--plan"]) == 0
+def test_not_run_leaves_a_condition_out_at_a_span_only_and_the_plan_says_so(tmp_path, capsys):
+    import yaml
+
+    cut = SCALING.model_copy(update={"not_run": {"persona": {16000: ["sleep", "hybrid"]}}})
+    cells = {(c.suite, c.condition, c.span) for c in cut.cells()}
+    assert ("persona", "sleep", 16000) not in cells and ("persona", "hybrid", 16000) not in cells
+    assert ("persona", "sleep", 32000) in cells and ("ltm", "sleep", 16000) in cells
+    assert len(cut.cells()) == len(SCALING.cells()) - 2 * 3  # persona's three seeds
+    spec = tmp_path / "cut.yaml"
+    spec.write_text(yaml.safe_dump(cut.model_dump(mode="json")))
+    assert cli.main(["grid", "--spec", str(spec), "--plan"]) == 0
     out = capsys.readouterr().out
-    assert out.count("not run at this span (no cells): episodic_summary, sleep, hybrid") == 2
-    assert "ltm at 16000 tokens: 5 conditions" in out
+    assert out.count("not run at this span (no cells): sleep, hybrid") == 1
+    assert "persona at 16000 tokens: 6 conditions" in out
     assert "persona at 32000 tokens: 8 conditions" in out
 
 
