@@ -121,3 +121,31 @@ def test_greedy_first_grammar_checks_give_the_grammars_own_tokens(monkeypatch):
     assert [r.text for r in fast] == [r.text for r in plain]
     assert fast[0].text.startswith("{") and fast[2].text in ("A", "B", "C")
     assert len(samplers) == 3 and sum(s.checked for s in samplers) > sum(s.full for s in samplers)
+
+
+def test_a_parked_state_the_live_one_displaces_is_still_restored(monkeypatch):
+    """Parking the live state drops a parked one it shares most of; when that is the state the
+    next prompt restores, the restore must still happen (it raised KeyError: <its key>, which
+    failed the call: graphiti's adds on the 1.5B failed on about 1 turn in 5)."""
+    import numpy as np
+
+    from memlab.llm import prefix
+
+    restored = []
+    monkeypatch.setattr(prefix, "_seq_state", lambda llama: bytes(8))
+    monkeypatch.setattr(prefix.PrefixStates, "_restore",
+                        lambda self, llama, parked: restored.append(parked.tokens.tolist()))
+
+    class Llama:
+        def __init__(self, tokens):
+            self.input_ids, self.n_tokens = np.array(tokens), len(tokens)
+
+    states = prefix.PrefixStates(capacity_bytes=1000)
+    family_a = list(range(1, 101))  # parked: instructions A, 100 tokens
+    states._park(Llama(family_a), np.array(family_a), kept=0)
+    # live: the first 60 of A's tokens, then 200 of another family's
+    live = family_a[:60] + list(range(1000, 1200))
+    prompt = family_a[:95] + list(range(5000, 5010))  # shares 95 with A, 60 with live
+    assert states.prepare(Llama(live), prompt) == 95
+    assert restored == [family_a]
+    assert [p.tokens.tolist() for p in states._parked.values()] == [live]  # A gave way to it

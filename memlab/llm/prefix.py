@@ -70,9 +70,13 @@ class PrefixStates:
         live = common_prefix(live_tokens, tokens)
         key, best = self._best(tokens)
         if key is not None and best >= live + self.min_gain:
+            # parking the live state may drop the chosen one (a state the live one carries
+            # further, or the least recently used): hold it, or the lookup fails mid-call
+            chosen = self._parked[key]
             self._park(llama, live_tokens, live)
-            self._restore(llama, self._parked[key])
-            self._parked.move_to_end(key)
+            self._restore(llama, chosen)
+            if key in self._parked:
+                self._parked.move_to_end(key)
             live = best
         else:
             self._park(llama, live_tokens, live)
