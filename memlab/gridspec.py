@@ -102,7 +102,7 @@ class GridSpec(BaseModel):
 
     @field_validator("evidence_only", "not_run")
     @classmethod
-    def _known_evidence_only(cls, value: dict[str, dict[int, list[str]]]
+    def _known_conditions_per_span(cls, value: dict[str, dict[int, list[str]]]
                              ) -> dict[str, dict[int, list[str]]]:
         return {SUITES.check(suite): {span: [MEMORIES.check(c) for c in conditions]
                                       for span, conditions in spans.items()}

@@ -70,8 +70,8 @@ def test_a_span_where_full_context_answered_nothing_is_left_out_not_an_error(tmp
 
 
 def test_a_span_a_memory_did_not_run_reads_not_run_and_its_crossover_names_the_gap(tmp_path):
-    """The scaling grid's second cut: sleep has no cell at 4k, rag does (here, the middle
-    span of three), so sleep's crossover at 16k cannot claim 4k was below full_context."""
+    """A spec's ``not_run``: sleep has no cell at 4k, rag does (here, the middle span of
+    three), so sleep's crossover at 16k cannot claim 4k was below full_context."""
     scores = _scores()
     longer = scores[scores["span"] == 4000].assign(span=16000)
     longer.loc[longer["condition"] == "sleep", "fraction"] = 1.0  # always right at 16k

@@ -46,7 +46,7 @@ def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA) -> pd.Data
         group = group.sort_values("span")
         above = group[(group["p_holm"] < alpha) & (group["difference"] > 0)]
         found = int(above["span"].iloc[0]) if len(above) else int(group["span"].max())
-        # a span the grid ran for other conditions but not this one (scaling's 16k cut)
+        # a span the grid ran for other conditions but not this one (a spec's ``not_run``)
         gaps = sorted(set(against.loc[against["suite"] == suite, "span"].astype(int))
                       - set(group["span"].astype(int)))
         gaps = [f"{g:,}" for g in gaps if g < found]
