@@ -338,8 +338,9 @@ PEERS_SPEC = GridSpec(
                  "and 47): the quick grid's suites and sizes, seed 0 only (no evidence-only "
                  "seeds, no Table 2 cells), 24 tests answered per suite by the 1.5B model, and "
                  "the 1.5B model as the memory model of every condition that writes memories "
-                 "(the peers store nothing useful on the 0.5B). graphiti's cells cost about a "
-                 "day and a half each on 2 busy cores (379 s a stored turn in its smoke run). "
+                 "(the peers store nothing useful on the 0.5B). graphiti's two cells take about "
+                 "20 h (LTM) and 15 h (persona) of one core: about 205 s a stored turn at one "
+                 "thread beside another cell (79 s at two threads on quiet cores). "
                  "Needs the peers and graphiti extras."),
     conditions=["vanilla", "rag", "hybrid", "sleep", "mem0", "langmem", "graphiti"],
     spans=QUICK.spans,
@@ -353,8 +354,9 @@ PEERS_STANDARD = PEERS_SPEC.model_copy(update=dict(
                  "answered per suite and seed): the paired differences the README reports as "
                  "findings, with the 1.5B model as every condition's memory model. About 43 h "
                  "of model time on 2 cores, resumable cell by cell. Needs the peers extra."),
-    # graphiti joins only if its cost per stored turn allows it (issue 47: about 36 h per LTM
-    # cell in its smoke run, over 100 h at these sizes and seeds)
+    # graphiti joins only if its cost per stored turn allows it (issue 47: about 205 s a stored
+    # turn at one thread in the peers grid, some 20 h of one core per LTM 1k cell: over 100 h at
+    # these sizes and seeds)
     conditions=[c for c in PEERS_SPEC.conditions if c != "graphiti"],
     spans=STANDARD.spans, seeds=STANDARD.seeds, answered=STANDARD.answered,
     suite_options=STANDARD.suite_options))
