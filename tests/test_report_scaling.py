@@ -84,3 +84,19 @@ def test_a_span_a_memory_did_not_run_reads_not_run_and_its_crossover_names_the_g
     assert table.loc["rag", "4,000"].startswith("+50.0%")
     written = scaling.write_scaling(scores, _turns(scores), tmp_path)
     assert "accuracy_vs_span" in written
+
+
+def test_show_scaling_displays_the_figures_and_tables_or_says_how_to_get_them(tmp_path, capsys):
+    from memlab.report import NO_SCALING, show_scaling, tables
+
+    show_scaling({"figures": {}, "tables": {}})  # one span per suite: no crossover written
+    assert capsys.readouterr().out.strip() == NO_SCALING
+    scores = _scores()
+    figures = scaling.write_scaling(scores, _turns(scores), tmp_path)
+    crossover = scaling.crossover(paired.accuracy_comparisons(scores))
+    written = {"figures": figures,
+               "tables": {"crossover": tables.write_table(crossover, "crossover", tmp_path)}}
+    show_scaling(written)  # outside a kernel IPython's display prints each object's repr
+    out = capsys.readouterr().out
+    assert out.count("<IPython.core.display.Image object>") == len(figures) == 3
+    assert out.count("<IPython.core.display.Markdown object>") == 1  # no failures table given

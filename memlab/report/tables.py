@@ -12,6 +12,10 @@ The paper's own tables (one row per suite, span and condition unless said otherw
 - ``ltm_ceilings``: the oracle's accuracy per LTM test type, model-limited types flagged;
 - ``answer_forms``: the free-text answers that restate the question or abstain
   (``memlab.report.answer_forms``), which a score cannot tell from wrong ones;
+- ``crossover`` and ``failures``, when some suite ran at several spans (the ``scaling`` grid):
+  where each memory first beats full_context (``memlab.report.scaling``), and where wrong
+  answers come from, evidence missing from the prompt or given and not used
+  (``memlab.report.failures``);
 - ``peers`` / ``peers_paired``, when the results hold a complete mem0, LangMem or graphiti
   run: every run of the peers and of rag, hybrid and sleep per cell, and each peer minus each of
   those baselines on the same tests (``memlab.report.peers``);
@@ -33,6 +37,7 @@ import pandas as pd
 from memlab.errors import ConfigError
 from memlab.report import accuracy, answer_forms, data, paired, peers, recall, scaling, summary
 from memlab.report.cells import fixed, p_text, shown
+from memlab.report.failures import failures, failures_shown
 
 BENCH_TABLES = ("table1", "table2", "ltm_scores", "persona_by_type", "costs")
 FORMATS = ("csv", "tex", "md")
@@ -139,6 +144,10 @@ def paper_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.Da
     tables = {name: (frame, show(frame)) for name, (frame, show) in frames.items()}
     if scaling.has_several_spans(scores):  # the span-scaling experiment's crossover table
         tables["crossover"] = (scaling.crossover(frames["paired_accuracy"][0]), None)
+        # and where its wrong answers come from (memory or model), once recall was measured
+        split = failures(scores)
+        if not split.empty:
+            tables["failures"] = (split, failures_shown(split))
     for name in BENCH_TABLES:
         function = bench_table(name)
         if function is not None:
