@@ -37,8 +37,12 @@ def test_crossover_names_the_first_span_above_full_context_or_none():
     assert set(table.index) == {"rag", "sleep"}  # vanilla and oracle are not memories
     assert table.loc["rag", "crossover"] == "4,000"
     assert table.loc["sleep", "crossover"] == "none up to 4,000"
-    assert table.loc["rag", "4,000"].startswith("+50.0%") and "n=80" in table.loc["rag", "4,000"]
-    assert table.loc["rag", "1,000"].startswith("+0.0%")
+    assert table.loc["rag", "4,000"].startswith("+50.0 pp [") and "n=80" in table.loc["rag", "4,000"]
+    assert table.loc["rag", "1,000"].startswith("+0.0 pp [")
+    # the interval in the difference's units (percentage points), not fractions
+    low, high = (float(x) for x in table.loc["rag", "4,000"].split("[")[1].split("]")[0]
+                 .split(" to " if " to " in table.loc["rag", "4,000"] else "-"))
+    assert 30 < low < 50 < high < 70, table.loc["rag", "4,000"]
 
 
 def test_a_difference_not_significant_after_holm_is_no_crossover():
@@ -81,7 +85,7 @@ def test_a_span_a_memory_did_not_run_reads_not_run_and_its_crossover_names_the_g
     assert table.loc["sleep", "4,000"] == "not run"
     assert table.loc["sleep", "crossover"] == "16,000 (not run at 4,000)"
     assert table.loc["rag", "crossover"] == "4,000"  # ran at every span: no gap named
-    assert table.loc["rag", "4,000"].startswith("+50.0%")
+    assert table.loc["rag", "4,000"].startswith("+50.0 pp")
     written = scaling.write_scaling(scores, _turns(scores), tmp_path)
     assert "accuracy_vs_span" in written
 

@@ -54,7 +54,9 @@ def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA) -> pd.Data
                "crossover": (f"{found:,}" if len(above) else f"none up to {found:,}")
                + (f" (not run at {', '.join(gaps)})" if gaps else "")}
         for r in group.itertuples():
-            row[f"{int(r.span):,}"] = (f"{r.difference:+.1%} {interval_text(r.low, r.high)} "
+            # the difference and its interval in percentage points alike
+            row[f"{int(r.span):,}"] = (f"{100 * r.difference:+.1f} pp "
+                                       f"[{interval_text(100 * r.low, 100 * r.high)}] "
                                        f"(n={r.n_pairs}, p_holm={r.p_holm:.3f})")
         rows.append(row)
     table = pd.DataFrame(rows)
