@@ -98,3 +98,26 @@ def test_goodai_rescore_prints_a_report(capsys):
         pytest.skip(f"published GoodAI results not found at {folder}")
     assert cli.main(["goodai-rescore", str(folder)]) == 0
     assert "Conformance" in capsys.readouterr().out
+
+
+def test_paper_no_run_writes_the_complete_cells_paper_and_runs_none(tmp_path, capsys):
+    """A long grid's interim look: one cell of the quick grid complete, the rest not started;
+    --no-run writes the figures from that cell and starts no other."""
+    results = tmp_path / "results"
+    cells = grid.QUICK.cells(llm="fake", embedder="hashing")
+    first = next(c for c in cells if c.condition == "rag" and c.suite == "ltm")
+    write_run(results, first.condition, first.suite, first.seed, first.span, spec=first)
+    status = cli.main(["paper", "--no-run", "--results", str(results), "--figures",
+                       str(tmp_path / "fig"), "--llm", "fake", "--embedder", "hashing"])
+    assert status == 0
+    assert f"1 of {len(cells)} cells of grid quick complete" in capsys.readouterr().out
+    assert sorted(p.name for p in results.iterdir() if p.name != "notebooks") == [first.run_id]
+    assert (tmp_path / "fig" / "tables" / "overview.csv").exists()
+
+
+def test_paper_no_run_without_a_complete_cell_is_one_line_exit_2(tmp_path, capsys):
+    status = cli.main(["paper", "--no-run", "--results", str(tmp_path / "empty"),
+                       "--figures", str(tmp_path / "fig")])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and len(err.splitlines()) == 1 and "no cell of grid 'quick'" in err, err
+    assert not (tmp_path / "empty").exists()  # nothing written where nothing was

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memlab.bench.base import SUITES
 from memlab.cli.common import (
@@ -24,6 +25,9 @@ from memlab.cli.common import (
 from memlab.errors import ConfigError, MemlabError, MissingDependencyError
 from memlab.memory.base import MEMORIES
 from memlab.userfiles import writable_folder
+
+if TYPE_CHECKING:
+    from memlab.bench.spec import RunSpec
 
 LAB_DIR = "memlab-notebooks"
 LAB_DESCRIPTION = f"""\
@@ -136,13 +140,17 @@ def register(commands) -> dict:
                     "PDF) into --figures and tables (CSV, LaTeX, markdown) into "
                     "--figures/tables. `memlab grid --spec NAME --plan` says what a grid "
                     "measures and with what power before you run it.",
-        epilog="examples:\n  memlab paper --figures figures\n  memlab paper --spec standard")
+        epilog="examples:\n  memlab paper --figures figures\n  memlab paper --spec standard\n"
+               "  memlab paper --spec scaling --no-run --figures interim")
     paper.add_argument("--spec", default="quick",
                        help="quick, standard, full, peers, peers-standard, locomo, scaling, or "
                             "a YAML file (default quick)")
     paper.add_argument("--full", action="store_true", help="same as --spec full")
     paper.add_argument("--results", default=None, help="results folder (default results/<spec>)")
     paper.add_argument("--figures", default="figures", help="figures folder (default figures)")
+    paper.add_argument("--no-run", action="store_true",
+                       help="run no cell: the figures and tables of the cells complete in "
+                            "--results so far (a long grid's interim look)")
     add_published_options(paper)
     add_model_options(paper)
     add_grid_options(paper)
@@ -267,7 +275,8 @@ def cmd_paper(args: argparse.Namespace) -> int:
     spec, cells = _grid_cells(args, "full" if args.full else args.spec)
     writable_folder(args.figures, "figures folder")  # before hours of grid, not after
     results = Path(args.results or f"results/{spec.name}")
-    status = _run_cells(args, spec, cells, results)
+    status = _interim(spec.name, cells, results) if args.no_run else _run_cells(
+        args, spec, cells, results)
     output = results / "notebooks" / "paper.ipynb"
     output.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -282,6 +291,20 @@ def cmd_paper(args: argparse.Namespace) -> int:
         raise error(f"paper notebook: {exc.ename}: {exc.evalue} (see {output})") from exc
     print(f"paper: figures and tables in {args.figures}/ (notebook: {output})")
     return status
+
+
+def _interim(name: str, cells: list[RunSpec], results: Path) -> int:
+    """``paper --no-run``: say how many of the grid's cells are complete in ``results`` (the
+    paper reads those), run none; none complete is the user's mistake."""
+    from memlab.bench.runner import is_complete
+
+    done = sum(is_complete(cell.run_dir(results), cell) for cell in cells)
+    if not done:
+        raise ConfigError(f"--results {str(results)!r}: no cell of grid {name!r} is complete "
+                          "there (--no-run writes the paper of complete cells only)")
+    print(f"paper: {done} of {len(cells)} cells of grid {name} complete in {results}; "
+          "none run (--no-run)")
+    return 0
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
