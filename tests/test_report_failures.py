@@ -1,5 +1,6 @@
-"""Where wrong answers come from (memlab.report.failures): the split of answered tests by
-whether their evidence reached the prompt, on constructed scores whose counts are known."""
+"""Where wrong answers come from (memlab.report.failures, a table of every paper whose runs
+measured evidence recall): the split of answered tests by whether their evidence reached the
+prompt, on constructed scores whose counts are known."""
 
 from __future__ import annotations
 

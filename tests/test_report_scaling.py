@@ -103,4 +103,4 @@ def test_show_scaling_displays_the_figures_and_tables_or_says_how_to_get_them(tm
     show_scaling(written)  # outside a kernel IPython's display prints each object's repr
     out = capsys.readouterr().out
     assert out.count("<IPython.core.display.Image object>") == len(figures) == 3
-    assert out.count("<IPython.core.display.Markdown object>") == 1  # no failures table given
+    assert out.count("<IPython.core.display.Markdown object>") == 1  # the crossover table

@@ -100,13 +100,12 @@ def show_literature(written: dict) -> None:
 NO_SCALING = ("The results hold one span per suite: `memlab paper --spec scaling` runs LTM at "
               "1k-32k and persona at 4k-32k tokens (docs/grids.md), then writes this section.")
 SCALING_FIGURES = ("accuracy_vs_span", "recall_vs_span", "cost_vs_span", "memory_size_vs_span")
-SCALING_TABLES = ("crossover", "failures")
 
 
 def show_scaling(written: dict) -> None:
-    """In a notebook: the span-scaling figures and tables of ``write_paper``'s ``written``
-    (``memlab.report.scaling``, ``memlab.report.failures``; written when some suite ran at
-    several spans), or one line saying how to produce them (``NO_SCALING``)."""
+    """In a notebook: the span-scaling figures and crossover table of ``write_paper``'s
+    ``written`` (``memlab.report.scaling``; written when some suite ran at several spans), or
+    one line saying how to produce them (``NO_SCALING``)."""
     from IPython.display import Image, Markdown, display
 
     if "crossover" not in written["tables"]:
@@ -115,9 +114,7 @@ def show_scaling(written: dict) -> None:
     for name in SCALING_FIGURES:
         if name in written["figures"]:
             display(Image(written["figures"][name][0]))
-    for name in SCALING_TABLES:
-        if name in written["tables"]:
-            display(Markdown(f"**{name}**\n\n" + written["tables"][name][2].read_text()))
+    display(Markdown(written["tables"]["crossover"][2].read_text()))
 
 
 __all__ = ["accuracy", "data", "figures", "findings", "judge_labels", "literature", "paired",

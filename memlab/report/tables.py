@@ -12,10 +12,10 @@ The paper's own tables (one row per suite, span and condition unless said otherw
 - ``ltm_ceilings``: the oracle's accuracy per LTM test type, model-limited types flagged;
 - ``answer_forms``: the free-text answers that restate the question or abstain
   (``memlab.report.answer_forms``), which a score cannot tell from wrong ones;
-- ``crossover`` and ``failures``, when some suite ran at several spans (the ``scaling`` grid):
-  where each memory first beats full_context (``memlab.report.scaling``), and where wrong
-  answers come from, evidence missing from the prompt or given and not used
-  (``memlab.report.failures``);
+- ``failures``: where wrong answers come from, evidence missing from the prompt or given and
+  not used (``memlab.report.failures``), when the runs measured evidence recall;
+- ``crossover``, when some suite ran at several spans (the ``scaling`` grid): where each memory
+  first beats full_context (``memlab.report.scaling``);
 - ``peers`` / ``peers_paired``, when the results hold a complete mem0, LangMem or graphiti
   run: every run of the peers and of rag, hybrid and sleep per cell, and each peer minus each of
   those baselines on the same tests (``memlab.report.peers``);
@@ -142,12 +142,11 @@ def paper_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.Da
               "ltm_ceilings": (accuracy.ceilings(scores), ceilings_shown),
               "answer_forms": (answer_forms.answer_forms(turns), answer_forms.answer_forms_shown)}
     tables = {name: (frame, show(frame)) for name, (frame, show) in frames.items()}
+    split = failures(scores)  # where wrong answers come from, once recall was measured
+    if not split.empty:
+        tables["failures"] = (split, failures_shown(split))
     if scaling.has_several_spans(scores):  # the span-scaling experiment's crossover table
         tables["crossover"] = (scaling.crossover(frames["paired_accuracy"][0]), None)
-        # and where its wrong answers come from (memory or model), once recall was measured
-        split = failures(scores)
-        if not split.empty:
-            tables["failures"] = (split, failures_shown(split))
     for name in BENCH_TABLES:
         function = bench_table(name)
         if function is not None:
