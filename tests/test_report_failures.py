@@ -62,3 +62,15 @@ def test_scores_without_evidence_recall_give_an_empty_table():
     assert failures(_scores().drop(columns=["evidence_recall"])).empty
     assert failures(pd.DataFrame()).empty
 
+
+
+def test_show_failures_displays_the_table_or_says_why_there_is_none(tmp_path, capsys):
+    from memlab.report import NO_FAILURES, show_failures, tables
+
+    show_failures({"figures": {}, "tables": {}})
+    assert capsys.readouterr().out.strip() == NO_FAILURES
+    frame = failures(_scores())
+    paths = tables.write_table(frame, "failures", tmp_path, failures_shown(frame))
+    show_failures({"figures": {}, "tables": {"failures": paths}})
+    assert "<IPython.core.display.Markdown object>" in capsys.readouterr().out
+    assert "wrong with evidence in prompt (%)" in paths[2].read_text()

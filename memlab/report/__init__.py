@@ -97,6 +97,21 @@ def show_literature(written: dict) -> None:
         display(Markdown(f"**{name}**\n\n" + written["tables"][name][2].read_text()))
 
 
+NO_FAILURES = "No evidence recall was measured in these runs, so no split of their wrong answers."
+
+
+def show_failures(written: dict) -> None:
+    """In a notebook: the ``failures`` table of ``write_paper``'s ``written`` (where wrong
+    answers come from, ``memlab.report.failures``), or one line when the runs measured no
+    evidence recall (``NO_FAILURES``)."""
+    from IPython.display import Markdown, display
+
+    if "failures" not in written["tables"]:
+        print(NO_FAILURES)
+        return
+    display(Markdown(written["tables"]["failures"][2].read_text()))
+
+
 NO_SCALING = ("The results hold one span per suite: `memlab paper --spec scaling` runs LTM at "
               "1k-32k and persona at 4k-32k tokens (docs/grids.md), then writes this section.")
 SCALING_FIGURES = ("accuracy_vs_span", "recall_vs_span", "cost_vs_span", "memory_size_vs_span")
@@ -118,5 +133,5 @@ def show_scaling(written: dict) -> None:
 
 
 __all__ = ["accuracy", "data", "figures", "findings", "judge_labels", "literature", "paired",
-           "peers", "recall", "style", "summary", "tables", "show_literature", "show_peers",
-           "show_scaling", "write_paper"]
+           "peers", "recall", "style", "summary", "tables", "show_failures", "show_literature",
+           "show_peers", "show_scaling", "write_paper"]
