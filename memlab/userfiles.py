@@ -123,6 +123,19 @@ def load_json(path: str | Path, what: str) -> Any:
     return parse_json(read_text(path, what), path, what)
 
 
+def existing_folder(path: str | Path, what: str) -> Path:
+    """``path`` as a folder that exists (to read from).
+
+    Raises:
+        ConfigError: nothing is at ``path``, or a file is; the message names the path.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        problem = "is a file, not a folder" if path.exists() else "no such folder"
+        raise ConfigError(f"{what} {str(path)!r}: {problem}")
+    return path
+
+
 def writable_folder(path: str | Path, what: str) -> Path:
     """``path`` as a folder this process can write into, created when missing.
 

@@ -130,7 +130,7 @@ CASES = [
     ("rescore_empty_folder", lambda w: (w / "published").mkdir(),
      ["goodai-rescore", "published"], {}, 2, ["published", "no GoodAI result files"]),
     ("rescore_missing_folder", nothing, ["goodai-rescore", "nowhere"], {}, 2,
-     ["nowhere does not exist"]),
+     ["results folder 'nowhere': no such folder"]),
     ("rescore_nan_score", result_file(score=float("nan")), ["goodai-rescore", "published"], {},
      2, ["0_0.json", "field 'score'", "finite number"]),
     ("rescore_infinite_max", result_file(max_score=float("inf")),

@@ -49,7 +49,8 @@ def test_help_teaches_and_exits_zero():
     (("grid", "--seeds", "0,0", "--llm", "fake"), "cells repeat"),
     (("grid", "--spec", "missing.yaml"), "not a built-in spec"),
     (("grid", "--conditions", "rag,nope"), "field 'conditions'"),
-    (("goodai-rescore", "no/such/dir"), "does not exist"),
+    (("goodai-rescore", "no/such/dir"), "results folder 'no/such/dir': no such folder"),
+    (("goodai-rescore", __file__), f"results folder '{__file__}': is a file, not a folder"),
 ])
 def test_user_errors_exit_2_with_one_line(args, expected):
     done = run_cli(*args)

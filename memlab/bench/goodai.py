@@ -30,7 +30,7 @@ from pydantic import (
 from memlab.bench.suites.ltm_scorers import GOODAI_RULE_TYPES, LLM_JUDGED_TYPES, Scorer
 from memlab.bench.suites.ltm_scorers import scorers as scorer_set
 from memlab.errors import ConfigError
-from memlab.userfiles import load_json, load_yaml, read_text
+from memlab.userfiles import existing_folder, load_json, load_yaml, read_text
 
 # memlab key <-> GoodAI folder name
 TYPE_DIRS = {
@@ -225,9 +225,7 @@ def load_definitions(folder: str | Path, types: Iterable[str] | None = None
         ConfigError: no such folder, no definition in it, or a file that breaks a rule (naming
             the file and the field).
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ConfigError(f"definitions folder {folder} does not exist")
+    folder = existing_folder(folder, "definitions folder")
     config_path = folder / "config.yml"
     config = load_config(config_path) if config_path.exists() else None
     folders = None if types is None else {TYPE_DIRS.get(t, t) for t in types}
@@ -324,9 +322,7 @@ def goodai_rescore(folder: str | Path, *, client: Any = None,
         scorers: ``current`` (GoodAI's scoring today), ``published`` (2024-05) or ``strict``
             (memlab's own runs').
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ConfigError(f"results folder {folder} does not exist")
+    folder = existing_folder(folder, "results folder")
     chosen = scorer_set(scorers)
     report = RescoreReport(folder=str(folder), scorers=scorers)
     for path in sorted(folder.glob("**/*_*.json")):
