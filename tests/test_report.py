@@ -271,3 +271,50 @@ def test_forest_plot_labels_each_row_with_its_pairs_and_holm_p():
     fig = forest.plot_forest(frame)
     texts = sorted(t.get_text() for t in fig.axes[0].texts)
     assert texts == ["n=105, p<0.001", "n=105, p=0.074"]
+
+
+def test_forest_panel_with_no_pairs_says_so():
+    # the scaling grid's LTM 32k: full_context answers nothing, so its column has no pairs
+    row = {"condition": "rag", "difference": 0.1, "low": 0.0, "high": 0.2, "n_pairs": 48,
+           "p_holm": 0.01}
+    frame = pd.DataFrame([{**row, "suite": "ltm", "span": 32000, "reference": "vanilla"},
+                          {**row, "suite": "persona", "span": 4000, "reference": "full_context"}])
+    fig = forest.plot_forest(frame)
+    texts = {ax.get_title(): [t.get_text() for t in ax.texts] for ax in fig.axes}
+    assert texts == {
+        "LTM suite, 32,000 tokens\nvs Vanilla": ["n=48, p=0.010"],
+        "LTM suite, 32,000 tokens\nvs Full context": ["no questions answered by both"],
+        "Persona suite, 4,000 tokens\nvs Vanilla": ["no questions answered by both"],
+        "Persona suite, 4,000 tokens\nvs Full context": ["n=48, p=0.010"]}
+
+
+@pytest.mark.parametrize(("panels", "rows"), [
+    ([("ltm", 1000), ("persona", 4000)], [[("ltm", 1000), ("persona", 4000)]]),
+    ([("ltm", s) for s in (1, 4, 16, 32)] + [("persona", s) for s in (4, 16, 32)],
+     [[("ltm", s) for s in (1, 4, 16, 32)], [("persona", s) for s in (4, 16, 32)]]),
+    ([("ltm", s) for s in range(6)], [[("ltm", s) for s in range(4)],
+                                      [("ltm", s) for s in range(4, 6)]]),
+    (list(range(5)), [[0, 1, 2, 3], [4]]),
+])
+def test_panels_wrap_into_a_row_per_suite_beyond_four(panels, rows):
+    from memlab.report.style import panel_rows, suite_axes
+    assert panel_rows(panels) == rows
+    fig, axes = suite_axes(panels)
+    assert len(axes) == len(panels) and all(ax.get_visible() for ax in axes)
+    hidden = [ax for ax in fig.axes if not ax.get_visible()]
+    assert len(hidden) == len(rows) * max(map(len, rows)) - len(panels)
+    tops = sorted({round(ax.get_position().y1, 3) for ax in axes}, reverse=True)
+    assert len(tops) == len(rows)  # a row of axes a row of panels
+
+
+def test_accuracy_against_tokens_goes_log_where_prompts_differ_twentyfold():
+    frame = pd.DataFrame({
+        "suite": ["persona"] * 3 + ["ltm"] * 2, "span": [32000] * 3 + [1000] * 2,
+        "condition": ["vanilla", "rag", "full_context", "vanilla", "rag"],
+        "tokens": [150.0, 480.0, 18000.0, 80.0, 440.0], "accuracy": [33.0, 38.0, 30.0, 3.0, 18.0],
+        **{f"{v}_{end}": [float("nan")] * 5 for v in ("tokens", "accuracy")
+           for end in ("low", "high")}})
+    fig = figures.plot_accuracy_vs_tokens(frame)
+    scales = {ax.get_title(): ax.get_xscale() for ax in fig.axes if ax.get_visible()}
+    assert scales == {"LTM suite, 1,000 tokens": "linear",
+                      "Persona suite, 32,000 tokens": "log"}

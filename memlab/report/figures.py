@@ -39,16 +39,21 @@ from memlab.report.style import (  # noqa: E402
     colours,
     label,
     legend,
+    log_axis,
     marker,
     no_data,
+    panel_grid,
     save,
     suite_axes,
 )
 
+# a panel whose prompt sizes differ by this factor or more gets a log axis
+WIDE_RANGE = 20
+
 
 def plot_accuracy_vs_tokens(frame: pd.DataFrame) -> plt.Figure:
     """Accuracy vs prompt tokens per answer: one point per condition, 95% CI bars, one panel
-    per suite and span."""
+    per suite and span (a log token axis where they differ ``WIDE_RANGE``-fold)."""
     panels = sorted({(s, int(p)) for s, p in zip(frame["suite"], frame["span"], strict=True)})
     fig, axes = suite_axes(panels)
     if not panels:
@@ -64,7 +69,12 @@ def plot_accuracy_vs_tokens(frame: pd.DataFrame) -> plt.Figure:
                         capsize=3, color=palette.get(condition, "grey"))
         ax.set(title=f"{SUITE_LABELS.get(suite, suite)}, {span:,} tokens",
                xlabel="Prompt tokens per answer (tokens)", ylabel="Accuracy (%)", ylim=(-5, 105))
-        ax.set_xlim(left=0)
+        tokens = rows["tokens"].dropna()
+        if len(tokens) and tokens.min() > 0 and tokens.max() / tokens.min() >= WIDE_RANGE:
+            ax.set_xscale("log")  # full context's tens of thousands beside recall's hundreds
+            log_axis(ax.xaxis)
+        else:
+            ax.set_xlim(left=0)
     legend(fig, frame["condition"].unique())
     fig.suptitle("Accuracy on the answered tests against prompt cost (estimate, 95% CI)")
     return fig
@@ -205,16 +215,14 @@ def plot_evidence_recall(found: pd.DataFrame, ways: pd.DataFrame) -> plt.Figure:
     the evidence reached the prompt (shares of the pieces of evidence, ``recall.ROUTES``;
     bottom)."""
     panels = sorted({(s, int(p)) for s, p in zip(found["suite"], found["span"], strict=True)})
-    fig, axes = plt.subplots(2, max(len(panels), 1), squeeze=False,
-                             figsize=(6.0 * max(len(panels), 1), 9.0))
+    fig, cells = panel_grid(panels, 6.0, 4.5, stacked=2)
     if not panels:
-        return no_data(fig, axes[0][0], "no question names its evidence")
-    for col, (suite, span) in enumerate(panels):
-        title = f"{SUITE_LABELS.get(suite, suite)}, {span:,} tokens"
-        _recall_panel(axes[0][col], found[(found["suite"] == suite) & (found["span"] == span)])
-        _routes_panel(axes[1][col], ways[(ways["suite"] == suite) & (ways["span"] == span)])
-        axes[0][col].set_title(title)
-    handles, names = axes[1][0].get_legend_handles_labels()
+        return no_data(fig, cells[0][0], "no question names its evidence")
+    for (top, bottom), (suite, span) in zip(cells, panels, strict=True):
+        _recall_panel(top, found[(found["suite"] == suite) & (found["span"] == span)])
+        _routes_panel(bottom, ways[(ways["suite"] == suite) & (ways["span"] == span)])
+        top.set_title(f"{SUITE_LABELS.get(suite, suite)}, {span:,} tokens")
+    handles, names = cells[0][1].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, -0.01), title="How a piece of evidence reached the prompt")
     fig.suptitle("Evidence recall: did what the question needs reach the prompt?")

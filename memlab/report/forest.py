@@ -19,7 +19,15 @@ import seaborn as sns
 from memlab.memory.base import CONDITIONS
 from memlab.report.cells import p_text
 from memlab.report.paired import ALPHA
-from memlab.report.style import SUITE_LABELS, colours, label, legend, marker, no_data
+from memlab.report.style import (
+    SUITE_LABELS,
+    colours,
+    label,
+    legend,
+    marker,
+    no_data,
+    panel_grid,
+)
 
 
 def _notes(frame: pd.DataFrame) -> pd.Series:
@@ -53,7 +61,7 @@ def plot_forest(frame: pd.DataFrame, measure: str = "Accuracy",
     legend(fig, frame["condition"].unique())
     fig.suptitle(f"{measure}: {compared} on the same questions\n"
                  f"(95% CI; filled: Holm-adjusted p < {ALPHA:g}; right: pairs, Holm p)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.7 / fig.get_figheight()))  # the title's two lines
     return fig
 
 
@@ -61,6 +69,9 @@ def _forest_panel(ax: plt.Axes, rows: pd.DataFrame, title: str) -> None:
     rows = rows.sort_values("condition", ascending=False).reset_index(drop=True)
     palette = colours()
     ax.axvline(0, color="0.3", linewidth=1, linestyle="--")
+    if rows.empty:  # e.g. full_context answered nothing at this span (the scaling grid's LTM 32k)
+        ax.text(0.5, 0.5, "no questions answered by both", ha="center", va="center",
+                transform=ax.transAxes, color="grey")
     for y, row in rows.iterrows():
         condition = str(row["condition"])
         colour = palette.get(condition, "grey")
@@ -80,13 +91,12 @@ def plot_ceilings(frame: pd.DataFrame, threshold: float) -> plt.Figure:
     """The oracle arm's accuracy per LTM test type (95% CI, n), one panel per span; a type
     under ``threshold`` is drawn in the warning colour and labelled model-limited."""
     spans = sorted(int(s) for s in frame["span"].unique()) if len(frame) else []
-    fig, axes = plt.subplots(1, max(len(spans), 1), squeeze=False,
-                             figsize=(7.0 * max(len(spans), 1), 3.2 + 0.45 * max(
-                                 frame.groupby("span").size().max() if len(frame) else 1, 1)))
+    types = frame.groupby("span").size().max() if len(frame) else 1
+    fig, cells = panel_grid(spans, 7.0, 3.2 + 0.45 * max(types, 1), max_columns=2)
     if not spans:
-        return no_data(fig, axes[0][0], "no oracle run on the LTM suite")
+        return no_data(fig, cells[0][0], "no oracle run on the LTM suite")
     ok, warn = sns.color_palette("colorblind")[0], sns.color_palette("colorblind")[3]
-    for ax, span in zip(axes[0], spans, strict=True):
+    for (ax,), span in zip(cells, spans, strict=True):
         rows = frame[frame["span"] == span].sort_values("test_type", ascending=False)
         rows = rows.reset_index(drop=True)
         for y, row in rows.iterrows():
@@ -111,5 +121,5 @@ def plot_ceilings(frame: pd.DataFrame, threshold: float) -> plt.Figure:
     fig.legend(handles=handles, loc="lower center", ncol=1, frameon=False, fontsize=9)
     fig.suptitle("Ceiling of each LTM test type:\nthe answering model given only the evidence "
                  "(95% CI, n tests)")
-    fig.tight_layout(rect=(0, 0.2, 1, 1))
+    fig.tight_layout(rect=(0, min(0.2, 0.9 / fig.get_figheight()), 1, 1))  # the legend below
     return fig

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from memlab.report import data, paired
-from memlab.report.style import colours, label, marker, save
+from memlab.report.style import colours, label, log_axis, marker, save
 from memlab.stats import interval_text
 
 REFERENCE = "full_context"
@@ -140,10 +140,6 @@ def _span_text(value: float, _position: object = None) -> str:
     return f"{value / 1000:g}k" if value >= 1000 else f"{value:g}"
 
 
-def _plain(value: float, _position: object = None) -> str:
-    return f"{value:,.0f}" if value >= 10 else f"{value:g}"
-
-
 def _lines(ax: plt.Axes, rows: pd.DataFrame, value: str, ribbon: tuple | None, *,
            log: bool) -> None:
     palette = colours()
@@ -164,9 +160,7 @@ def _lines(ax: plt.Axes, rows: pd.DataFrame, value: str, ribbon: tuple | None, *
         ax.xaxis.set_minor_formatter(NullFormatter())
     if log:
         ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(_plain))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        log_axis(ax.yaxis)
     if ribbon:
         ax.axhline(0, color="grey", lw=0.8)
 

@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.axis import Axis  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from memlab.memory.base import CONDITIONS, PEERS  # noqa: E402
 
@@ -66,12 +68,70 @@ def no_data(fig: plt.Figure, ax: plt.Axes, message: str) -> plt.Figure:
     return fig
 
 
+def plain_number(value: float, _position: object = None) -> str:
+    """A tick label: 1,000 and 0.5, not 10^3 notation."""
+    return f"{value:,.0f}" if value >= 10 else f"{value:g}"
+
+
+def log_axis(axis: Axis) -> None:
+    """Label a log-scaled axis at 1, 2 and 5 x 10^k in plain numbers, minor ticks unlabelled
+    (matplotlib's own labels of a range under a decade overlap: '2 x 10^2' beside '3 x 10^2')."""
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(plain_number))
+    axis.set_minor_formatter(NullFormatter())
+
+
+MAX_COLUMNS = 4  # panels side by side before a figure wraps (a page holds about four)
+
+
+def panel_rows(panels: list, max_columns: int = MAX_COLUMNS) -> list[list]:
+    """``panels`` laid out in rows, in order: one row when they fit in ``max_columns``; else
+    a row per suite (panels that are ``(suite, span, ...)`` tuples: the scaling grid's seven
+    suite-and-span panels become an LTM row and a persona row), each wrapped at
+    ``max_columns``."""
+    if len(panels) <= max_columns:
+        return [list(panels)]
+    groups: list[list] = []
+    for panel in panels:
+        if groups and isinstance(panel, tuple) and panel[0] == groups[-1][0][0]:
+            groups[-1].append(panel)
+        else:
+            groups.append([panel])
+    if not all(isinstance(p, tuple) for p in panels):
+        groups = [list(panels)]
+    return [group[i:i + max_columns] for group in groups
+            for i in range(0, len(group), max_columns)]
+
+
+def panel_grid(panels: list, width: float, height: float, *, stacked: int = 1,
+               max_columns: int = MAX_COLUMNS, **kwargs) -> tuple[plt.Figure, list[list[plt.Axes]]]:
+    """A figure of ``panel_rows(panels)``, each panel ``stacked`` axes high (``width`` x
+    ``height`` inches an axes); returns, per panel in order, its ``stacked`` axes (top first).
+    Places the last row leaves empty are hidden."""
+    rows = panel_rows(panels, max_columns) if panels else [[None]]
+    columns = max(len(row) for row in rows)
+    fig, axes = plt.subplots(stacked * len(rows), columns, squeeze=False,
+                             figsize=(width * columns, height * stacked * len(rows)), **kwargs)
+    out = []
+    for r, row in enumerate(rows):
+        for c in range(columns):
+            cell = [axes[stacked * r + k][c] for k in range(stacked)]
+            if c < len(row):
+                out.append(cell)
+            else:
+                for ax in cell:
+                    ax.set_visible(False)
+    if len(rows) > 1:  # room between rows for the titles and axis labels
+        fig.subplots_adjust(hspace=0.45)
+    return fig, out
+
+
 def suite_axes(panels: list, height: float = 4.2,
                sharey: bool = False) -> tuple[plt.Figure, list[plt.Axes]]:
-    """One row of axes, one per panel (a suite, or a suite and span)."""
-    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(5.4 * max(len(panels), 1), height),
-                             squeeze=False, sharey=sharey)
-    return fig, list(axes[0])
+    """One axes per panel (a suite, or a suite and span): one row, or a row per suite when
+    there are more than ``MAX_COLUMNS`` (``panel_rows``)."""
+    fig, cells = panel_grid(panels, 5.4, height, sharey=sharey)
+    return fig, [cell[0] for cell in cells]
 
 
 def legend(fig: plt.Figure, conditions) -> None:
@@ -81,4 +141,5 @@ def legend(fig: plt.Figure, conditions) -> None:
                for c in DRAWN if c in set(map(str, conditions))]
     fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 4),
                bbox_to_anchor=(0.5, 0.0), frameon=False, title="Memory condition")
-    fig.subplots_adjust(bottom=0.2)  # room for the axis labels; the legend hangs below
+    # room for the bottom row's axis labels (about 0.85 inch); the legend hangs below
+    fig.subplots_adjust(bottom=min(0.2, 0.85 / fig.get_figheight()))
