@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from test_report_fixtures import write_run
 from test_runner import TinySuite, fake_reply, run, tiny_spec
 
 from memlab.bench.runlog import read_jsonl, run_lock, write_json_atomic
 from memlab.gridspec import SPECS
-from memlab.gridstatus import format_status, grid_status
+from memlab.gridstatus import format_status, grid_status, measures_seconds
 from memlab.llm.fake import FakeLLM
 
 EVENTS = len(TinySuite().events())  # 3 sessions of a needle, 4 fillers and a question
@@ -152,3 +153,11 @@ def test_grid_status_prints_and_runs_nothing(tmp_path, capsys):
            f"{len(cells) - 1} not started" in out
     assert any(line.split()[:2] == [done.name, "complete"] for line in out.splitlines())
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize(("served", "paid", "measures"), [
+    (0, 10, True), (37, 63, True),  # a fresh cell whose needles its grid's other cells stored
+    (50, 50, True), (51, 49, False), (10, 0, False), (0, 0, True)])
+def test_a_run_is_timed_unless_the_cache_served_most_of_its_calls(served, paid, measures):
+    calls = [{"paid": False}] * served + [{"paid": True}] * paid
+    assert measures_seconds(calls) is measures
