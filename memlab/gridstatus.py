@@ -218,7 +218,9 @@ def format_status(name: str, results_dir: str | Path, status: list[CellStatus]) 
     counts = ", ".join(f"{sum(s.state == k for s in status)} {k}" for k in states
                        if any(s.state == k for s in status))
     width = max([len(s.run_id) for s in status] + [4])
-    lines = [f"grid {name} in {results_dir}: {len(status)} cells; {counts}",
+    lines = [f"grid {name} in {results_dir}: {len(status)} cells; {counts}"
+             + ("" if Path(results_dir).is_dir() else " (no such folder yet: nothing has run "
+                "there; check --results)"),
              f"  {'cell':<{width}}  {'state':<11}  {'turns':>11}  {'s/turn':>7}  {'left (h)':>8}"]
     for s in status:
         turns = f"{s.turns_done} / {'?' if s.turns_planned is None else s.turns_planned}"

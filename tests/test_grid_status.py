@@ -155,6 +155,21 @@ def test_grid_status_prints_and_runs_nothing(tmp_path, capsys):
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
+
+def test_status_of_a_missing_folder_says_so_and_of_a_file_is_an_error(tmp_path, capsys):
+    from memlab import cli
+
+    assert cli.main(["grid", "--spec", "quick", "--status", "--results",
+                     str(tmp_path / "typo")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "(no such folder yet: nothing has run there; check --results)" in first
+    file = tmp_path / "results.json"
+    file.write_text("{}")
+    assert cli.main(["grid", "--spec", "quick", "--status", "--results", str(file)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"--results '{file}': is a file, not a folder"), err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
 @pytest.mark.parametrize(("served", "paid", "measures"), [
     (0, 10, True), (37, 63, True),  # a fresh cell whose needles its grid's other cells stored
     (50, 50, True), (51, 49, False), (10, 0, False), (0, 0, True)])

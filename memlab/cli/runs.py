@@ -260,6 +260,9 @@ def cmd_grid(args: argparse.Namespace) -> int:
     if args.status:
         from memlab.gridstatus import format_status, grid_status
 
+        if results.exists() and not results.is_dir():  # not a grid's folder: say so, do not
+            # read the folders beside it as other grids
+            raise ConfigError(f"--results {str(results)!r}: is a file, not a folder")
         print(format_status(spec.name, results, grid_status(cells, results)))
         return 0
     return _run_cells(args, spec, cells, results)
