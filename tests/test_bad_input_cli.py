@@ -103,7 +103,7 @@ CASES = [
     ("grid_seeds_repeat", nothing, ["grid", "--seeds", "0,0", "--llm", "fake"], {}, 2,
      ["cells repeat"]),
     ("grid_seeds_not_numbers", nothing, ["grid", "--seeds", "a,b"], {}, 2,
-     ["could not read list 'a,b'"]),
+     ["argument --seeds: 'a' in 'a,b' is not a whole number"]),
     ("grid_unknown_condition", nothing, ["grid", "--conditions", "rag,telepathy"], {}, 2,
      ["field 'conditions'", "telepathy"]),
     ("span_in_float_notation", nothing, [*RUN[:5], "--span", "1e8"], {}, 2,

@@ -80,14 +80,20 @@ def port(text: str) -> int:
     return value
 
 
-def split(text: str | None, cast=str) -> list | None:
-    """A comma-separated command-line list (None when not given)."""
+def split(text: str | None, cast=str, option: str = "list") -> list | None:
+    """A comma-separated command-line list (None when not given); an item ``cast`` rejects
+    is an error naming ``option`` (``--seeds``) and the item."""
     if not text:
         return None
-    try:
-        return [cast(part.strip()) for part in text.split(",") if part.strip()]
-    except ValueError as exc:
-        raise ConfigError(f"could not read list {text!r}: {exc}") from exc
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    out = []
+    for part in parts:
+        try:
+            out.append(cast(part))
+        except ValueError:
+            kind = "a whole number" if cast is int else f"a {getattr(cast, '__name__', cast)}"
+            raise ConfigError(f"argument {option}: {part!r} in {text!r} is not {kind}") from None
+    return out
 
 
 def chosen(value: str | None, field: str) -> str | None:

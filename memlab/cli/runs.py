@@ -224,7 +224,7 @@ def _grid_cells(args: argparse.Namespace, spec_name: str):
     spec = grid.load_spec(spec_name)
     update = {"conditions": split(getattr(args, "conditions", None)),
               "suites": split(getattr(args, "suites", None)),
-              "seeds": split(getattr(args, "seeds", None), int)}
+              "seeds": split(getattr(args, "seeds", None), int, "--seeds")}
     spec = grid.validate_spec(spec.model_dump() | {k: v for k, v in update.items() if v},
                               spec.name)
     spec = with_published(spec, {"locomo": getattr(args, "locomo", None),
