@@ -85,13 +85,12 @@ def split(text: str | None, cast=str, option: str = "list") -> list | None:
     is an error naming ``option`` (``--seeds``) and the item."""
     if not text:
         return None
-    parts = [part.strip() for part in text.split(",") if part.strip()]
     out = []
-    for part in parts:
+    for part in (p.strip() for p in text.split(",")):
         try:
-            out.append(cast(part))
+            out += [cast(part)] if part else []
         except ValueError:
-            kind = "a whole number" if cast is int else f"a {getattr(cast, '__name__', cast)}"
+            kind = "a whole number" if cast is int else "valid"
             raise ConfigError(f"argument {option}: {part!r} in {text!r} is not {kind}") from None
     return out
 

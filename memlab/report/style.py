@@ -3,6 +3,7 @@ saving as PNG (200 dpi) and PDF, the shared legend and the panel for a figure wi
 
 from __future__ import annotations
 
+from itertools import groupby
 from pathlib import Path
 
 import matplotlib
@@ -91,14 +92,8 @@ def panel_rows(panels: list, max_columns: int = MAX_COLUMNS) -> list[list]:
     ``max_columns``."""
     if len(panels) <= max_columns:
         return [list(panels)]
-    groups: list[list] = []
-    for panel in panels:
-        if groups and isinstance(panel, tuple) and panel[0] == groups[-1][0][0]:
-            groups[-1].append(panel)
-        else:
-            groups.append([panel])
-    if not all(isinstance(p, tuple) for p in panels):
-        groups = [list(panels)]
+    by_suite = all(isinstance(p, tuple) for p in panels)
+    groups = [list(g) for _, g in groupby(panels, key=lambda p: p[0] if by_suite else None)]
     return [group[i:i + max_columns] for group in groups
             for i in range(0, len(group), max_columns)]
 
