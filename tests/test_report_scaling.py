@@ -20,6 +20,7 @@ def _scores(n: int = 80) -> pd.DataFrame:
                        "rag": full if span == 1000 else int(i % 4 != 3),
                        "sleep": full}
             rows += [{"suite": "ltm", "span": span, "seed": 0, "test_id": f"t{i}",
+                      "test_type": "colours",
                       "phase": "main", "condition": c, "fraction": float(v)}
                      for c, v in outcome.items()]
     return pd.DataFrame(rows)
@@ -71,6 +72,34 @@ def test_a_span_where_full_context_answered_nothing_is_left_out_not_an_error(tmp
     assert "16,000" not in table.columns
     written = scaling.write_scaling(scores, _turns(scores), tmp_path)
     assert set(written) == {"accuracy_vs_span", "recall_vs_span", "cost_vs_span"}
+
+
+def test_given_the_scores_a_span_without_full_context_answers_says_so_not_not_run(tmp_path):
+    """LTM 16k in the scaling grid: the memories answer, full_context measures evidence recall
+    only; another suite's 16k column must not make the LTM cell read "not run"."""
+    scores = _scores()
+    longer = scores[scores["span"] == 4000].assign(span=16000)
+    persona = scores.assign(suite="persona", span=scores["span"] * 4)  # 4k and 16k, all answered
+    scores = pd.concat([scores, longer[longer["condition"] != "full_context"], persona])
+    comparisons = paired.accuracy_comparisons(scores)
+    table = scaling.crossover(comparisons, scores=scores).set_index(["suite", "condition"])
+    assert table.loc[("ltm", "rag"), "16,000"] == scaling.NO_REFERENCE
+    assert table.loc[("ltm", "sleep"), "crossover"] == (
+        "none up to 4,000 (full_context answered nothing at 16,000)")
+    assert table.loc[("ltm", "rag"), "crossover"] == "4,000 (full_context answered nothing at 16,000)"
+    assert table.loc[("persona", "rag"), "1,000"] == "not run"  # persona has no 1k span
+    assert table.loc[("persona", "rag"), "16,000"].startswith("+50.0 pp")
+    assert list(table.columns) == ["crossover", "1,000", "4,000", "16,000"]  # spans in order
+    without = scaling.crossover(comparisons).set_index(["suite", "condition"])
+    assert without.loc[("ltm", "rag"), "16,000"] == "not run"  # what it said before
+    fig = scaling.plot_accuracy_vs_span(scores)
+    ltm_top, ltm_bottom = fig.axes[0], fig.axes[2]
+    assert ltm_top.get_title() == "ltm"
+    drawn = {round(x) for line in ltm_top.get_lines() for x in line.get_xdata()}
+    assert any(15000 < x < 17000 for x in drawn)  # the memories' accuracy at 16k is drawn
+    notes = [t.get_text() for t in ltm_bottom.texts]
+    assert notes == ["full_context answered\nnothing at 16k"], notes
+    assert not fig.axes[3].texts  # persona's full_context answered at every span
 
 
 def test_a_span_a_memory_did_not_run_reads_not_run_and_its_crossover_names_the_gap(tmp_path):

@@ -1,7 +1,7 @@
 """The span-scaling figures and crossover table (issue 45): where memory starts to matter.
 
-Drawn from a grid with several spans per suite (the ``scaling`` spec): accuracy against
-full_context at each span (the paired difference and its 95% interval as a ribbon), evidence
+Drawn from a grid with several spans per suite (the ``scaling`` spec): accuracy at each span
+and against full_context there (the paired difference; both with 95% ribbons), evidence
 recall, prompt tokens and seconds per answer (log axes) vs span, the memory each condition
 ends a run with (items and tokens stored, from the run manifests) vs span, and the crossover
 table: for each memory condition, the smallest span at which it is significantly above
@@ -12,18 +12,20 @@ at every span.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-from memlab.report import data, paired
+from memlab.report import accuracy, data, paired
 from memlab.report.style import colours, label, log_axis, marker, save
 from memlab.stats import interval_text
 
 REFERENCE = "full_context"
 NOT_MEMORIES = ("vanilla", "oracle", REFERENCE)
+NO_REFERENCE = "no full_context answers (evidence recall only)"
 
 
 def has_several_spans(frame: pd.DataFrame) -> bool:
@@ -31,15 +33,19 @@ def has_several_spans(frame: pd.DataFrame) -> bool:
     return not frame.empty and bool((frame.groupby("suite")["span"].nunique() > 1).any())
 
 
-def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA) -> pd.DataFrame:
+def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA,
+              scores: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per suite and memory condition: the smallest span at which it is significantly above
     full_context (Holm-adjusted p below ``alpha``, difference above 0), else "none up to
-    <largest span>", and per span the paired difference with its interval and n.
+    <largest span compared>", and per span the paired difference with its interval and n.
 
     Args:
         comparisons: ``paired.accuracy_comparisons`` (or recall's) of a multi-span grid.
+        scores: the grid's scores: a span where the memory answered and full_context did not
+            (the scaling grid's LTM 16k and 32k: evidence recall only) then reads
+            ``NO_REFERENCE``, and the crossover names those spans, instead of "not run".
     """
-    rows = []
+    rows, answered = [], _answered_spans(scores)
     against = comparisons[(comparisons["reference"] == REFERENCE)
                           & ~comparisons["condition"].isin(NOT_MEMORIES)]
     for (suite, condition), group in against.groupby(["suite", "condition"], observed=True):
@@ -50,9 +56,14 @@ def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA) -> pd.Data
         gaps = sorted(set(against.loc[against["suite"] == suite, "span"].astype(int))
                       - set(group["span"].astype(int)))
         gaps = [f"{g:,}" for g in gaps if g < found]
+        unpaired = [f"{s:,}" for s in sorted(answered.get((suite, str(condition)), set())
+                                             - answered.get((suite, REFERENCE), set()))]
+        notes = ([f"not run at {', '.join(gaps)}"] if gaps else []) + (
+            [f"full_context answered nothing at {', '.join(unpaired)}"] if unpaired else [])
         row = {"suite": suite, "condition": str(condition),
                "crossover": (f"{found:,}" if len(above) else f"none up to {found:,}")
-               + (f" (not run at {', '.join(gaps)})" if gaps else "")}
+               + (f" ({'; '.join(notes)})" if notes else "")}
+        row |= {span: NO_REFERENCE for span in unpaired}
         for r in group.itertuples():
             # the difference and its interval in percentage points alike
             row[f"{int(r.span):,}"] = (f"{100 * r.difference:+.1f} pp "
@@ -60,16 +71,47 @@ def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA) -> pd.Data
                                        f"(n={r.n_pairs}, p_holm={r.p_holm:.3f})")
         rows.append(row)
     table = pd.DataFrame(rows)
-    spans = [c for c in table.columns if c not in ("suite", "condition", "crossover")]
+    spans = sorted((c for c in table.columns if c not in ("suite", "condition", "crossover")),
+                   key=lambda c: int(c.replace(",", "")))
+    table = table[["suite", "condition", "crossover", *spans]]
     return table.fillna({c: "not run" for c in spans})
 
 
-def plot_accuracy_vs_span(comparisons: pd.DataFrame) -> plt.Figure:
-    """Each condition's paired accuracy difference from full_context vs span, 95% ribbons."""
+def _answered_spans(scores: pd.DataFrame | None) -> dict[tuple[str, str], set[int]]:
+    """(suite, condition) -> the spans at which it answered some test."""
+    if scores is None or scores.empty:
+        return {}
+    counted = data.accuracy_scores(scores)
+    return {(str(suite), str(condition)): set(group["span"].astype(int))
+            for (suite, condition), group in counted.groupby(["suite", "condition"],
+                                                             observed=True)}
+
+
+def plot_accuracy_vs_span(scores: pd.DataFrame) -> plt.Figure:
+    """Top: each condition's accuracy vs span (``accuracy.accuracy``: Wilson or clipped t 95%
+    intervals as error bars; eight conditions' bands would hide each other), so a span where
+    full_context answered nothing still shows the memories. Bottom:
+    its paired difference from full_context on the same tests (``paired``), 95% ribbons."""
+    levels = accuracy.accuracy(scores)
+    levels = levels.assign(**{k: 100 * levels[k].astype(float)
+                              for k in ("accuracy", "accuracy_low", "accuracy_high")})
+    fig = _per_suite(levels, "accuracy", "Accuracy (%)", ribbon=("accuracy_low", "accuracy_high"),
+                     panels=2, bars=True)
+    comparisons = paired.accuracy_comparisons(scores)
     rows = comparisons[comparisons["reference"] == REFERENCE]
     points = rows.assign(**{k: 100 * rows[k] for k in ("difference", "low", "high")})
-    return _per_suite(points, "difference", "Accuracy − full context (points)",
-                      ribbon=("low", "high"))
+    _lower_row(fig, points, "difference", "Accuracy − full context (points)",
+               ribbon=("low", "high"), log=False)
+    for ax, suite in zip(fig.axes[len(fig.axes) // 2:], sorted(levels["suite"].unique()),
+                         strict=False):
+        own = levels[levels["suite"] == suite]
+        missing = sorted(set(own["span"]) - set(own.loc[own["condition"] == REFERENCE, "span"]))
+        if missing:  # in the middle of those spans (on the log axis), above the zero line
+            ax.text(math.prod(missing) ** (1 / len(missing)), 0.5,
+                    "full_context answered\nnothing at " + ", ".join(map(_span_text, missing)),
+                    transform=ax.get_xaxis_transform(), ha="center", va="center",
+                    fontsize="small", color="grey", bbox={"facecolor": "white", "lw": 0})
+    return fig
 
 
 def plot_recall_vs_span(turns: pd.DataFrame) -> plt.Figure:
@@ -109,30 +151,47 @@ def _means(rows: pd.DataFrame, value: str) -> pd.DataFrame:
     return rows.groupby(["suite", "span", "condition"], observed=True)[value].mean().reset_index()
 
 
-def _lower_row(fig: plt.Figure, rows: pd.DataFrame, value: str, ylabel: str) -> None:
-    """Draw ``value`` (log axis) in the second row of a two-row ``_per_suite`` figure, one
-    panel per suite in the first row's order."""
+def _lower_row(fig: plt.Figure, rows: pd.DataFrame, value: str, ylabel: str, *,
+               ribbon: tuple | None = None, log: bool = True) -> None:
+    """Draw ``value`` in the second row of a two-row ``_per_suite`` figure, one panel per suite
+    of the first row (by its title: a suite with no rows here keeps an empty panel that says
+    so)."""
     lower = fig.axes[len(fig.axes) // 2:]
-    for ax, (_suite, group) in zip(lower, rows.groupby("suite"), strict=False):
-        _lines(ax, group, value, None, log=True)
+    for ax, upper in zip(lower, fig.axes, strict=False):
+        group = rows[rows["suite"] == upper.get_title()]
+        if group.empty:
+            ax.text(0.5, 0.5, f"nothing to draw: {ylabel.lower()}", ha="center", va="center",
+                    transform=ax.transAxes, color="grey")
+            continue
+        _lines(ax, group, value, ribbon, log=log)
+        ax.set_xticks(upper.get_xticks())  # the first row's spans, at the same places
+        ax.set_xlim(upper.get_xlim())
+        if ribbon:
+            ax.axhline(0, color="grey", lw=0.8)
     lower[0].set_ylabel(ylabel)
 
 
 def _per_suite(rows: pd.DataFrame, value: str, ylabel: str, *, ribbon: tuple | None = None,
-               log: bool = False, panels: int = 1) -> plt.Figure:
+               log: bool = False, panels: int = 1, bars: bool = False) -> plt.Figure:
     """One panel per suite (columns) in the first of ``panels`` rows, ``value`` vs span."""
     suites = sorted(rows["suite"].unique())
     fig, axes = plt.subplots(panels, max(1, len(suites)), squeeze=False, layout="constrained",
                              figsize=(5 * max(1, len(suites)), 3.6 * panels))
     for ax, suite in zip(axes[0], suites, strict=False):
-        _lines(ax, rows[rows["suite"] == suite], value, ribbon, log=log)
+        _lines(ax, rows[rows["suite"] == suite], value, ribbon, log=log, bars=bars)
         ax.set_title(suite)
     axes[0][0].set_ylabel(ylabel)
     if rows.empty:  # e.g. no full_context cell answered yet: say so, not an empty frame
         axes[0][0].text(0.5, 0.5, f"nothing to draw yet: {ylabel.lower()}", ha="center",
                         va="center", transform=axes[0][0].transAxes, color="grey")
-    else:
-        axes[0][-1].legend(fontsize="small", loc="best")
+    else:  # below the panels, a column per condition up to four: eight lines hide no data
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        for ax in axes[0][1:]:  # conditions a suite's first panel lacks
+            more = [(h, t) for h, t in zip(*ax.get_legend_handles_labels(), strict=True)
+                    if t not in labels]
+            handles, labels = handles + [h for h, _ in more], labels + [t for _, t in more]
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)),
+                   fontsize="small", frameon=False)
     return fig
 
 
@@ -141,16 +200,27 @@ def _span_text(value: float, _position: object = None) -> str:
 
 
 def _lines(ax: plt.Axes, rows: pd.DataFrame, value: str, ribbon: tuple | None, *,
-           log: bool) -> None:
+           log: bool, bars: bool = False) -> None:
+    """``value`` vs span, a line per condition; ``ribbon`` (low, high columns) drawn as a band,
+    or with ``bars`` as error bars, each condition's a little apart (the spans stay where
+    they are labelled: a shift of at most 6% on the log axis)."""
     palette = colours()
-    for condition, group in rows.groupby("condition", observed=True):
+    groups = list(rows.groupby("condition", observed=True))
+    for i, (condition, group) in enumerate(groups):
         group = group.sort_values("span")
         colour = palette.get(str(condition))
-        ax.plot(group["span"], group[value], marker=marker(str(condition)), color=colour,
+        shift = 1.12 ** ((i - (len(groups) - 1) / 2) / max(1, len(groups) - 1)) if bars else 1
+        x = group["span"] * shift
+        if bars and ribbon:
+            ax.errorbar(x, group[value], yerr=[group[value] - group[ribbon[0]],
+                                               group[ribbon[1]] - group[value]],
+                        marker=marker(str(condition)), color=colour, capsize=2, lw=1.2,
+                        elinewidth=0.8, label=label(str(condition)))
+            continue
+        ax.plot(x, group[value], marker=marker(str(condition)), color=colour,
                 label=label(str(condition)))
         if ribbon:
-            ax.fill_between(group["span"], group[ribbon[0]], group[ribbon[1]], color=colour,
-                            alpha=0.15)
+            ax.fill_between(x, group[ribbon[0]], group[ribbon[1]], color=colour, alpha=0.15)
     ax.set_xscale("log")
     ax.set_xlabel("Memory span (tokens)")
     spans = sorted(rows["span"].unique())
@@ -161,8 +231,6 @@ def _lines(ax: plt.Axes, rows: pd.DataFrame, value: str, ribbon: tuple | None, *
     if log:
         ax.set_yscale("log")
         log_axis(ax.yaxis)
-    if ribbon:
-        ax.axhline(0, color="grey", lw=0.8)
 
 
 def write_scaling(scores: pd.DataFrame, turns: pd.DataFrame, out_dir: str | Path,
@@ -174,8 +242,7 @@ def write_scaling(scores: pd.DataFrame, turns: pd.DataFrame, out_dir: str | Path
         sizes: ``data.memory_sizes`` of the same results: ``memory_size_vs_span`` is drawn when
             some run recorded its memory size (runs from before it was recorded have none).
     """
-    comparisons = paired.accuracy_comparisons(scores)
-    figures = {"accuracy_vs_span": plot_accuracy_vs_span(comparisons),
+    figures = {"accuracy_vs_span": plot_accuracy_vs_span(scores),
                "recall_vs_span": plot_recall_vs_span(turns),
                "cost_vs_span": plot_cost_vs_span(turns)}
     if sizes is not None and not sizes.empty:

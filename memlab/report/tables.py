@@ -146,7 +146,7 @@ def paper_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.Da
     if not split.empty:
         tables["failures"] = (split, failures_shown(split))
     if scaling.has_several_spans(scores):  # the span-scaling experiment's crossover table
-        tables["crossover"] = (scaling.crossover(frames["paired_accuracy"][0]), None)
+        tables["crossover"] = (scaling.crossover(frames["paired_accuracy"][0], scores=scores), None)
     for name in BENCH_TABLES:
         function = bench_table(name)
         if function is not None:
