@@ -86,3 +86,18 @@ def test_a_grid_with_runs_missing_states_each_comparisons_own_n():
            "questions per condition." in out
     assert "the same questions for every condition" not in out
     assert "Evidence recall: " in out and "; n = 30)" in out and "; n = 60)" in out
+
+
+def test_a_span_where_full_context_answered_nothing_says_so_with_its_recall():
+    """The scaling grid's LTM 16k and 32k: full_context measures evidence recall only."""
+    correct = {c: k for c, k in CORRECT.items() if c != "full_context"}
+    frame = pd.concat([scores(c, outcomes(k)) for c, k in correct.items()])
+    rows = overview(CORRECT)
+    rows.loc[rows["condition"] == "full_context", ["accuracy", "accuracy_low", "accuracy_high",
+                                                   "accuracy_n"]] = [float("nan")] * 3 + [0]
+    out = findings.findings_text(rows, paired.accuracy_comparisons(frame))
+    assert ("full_context answered nothing at this span (evidence recall only: the grid's cut), "
+            "so no condition is compared with it here; its window held 100.0% (94.0-100.0) of "
+            "the evidence when each question came.") in out
+    assert "beats full_context" not in out.lower() and "Above vanilla: rag" in out
+    assert "answered nothing" not in text(CORRECT)  # where it answered, no such line

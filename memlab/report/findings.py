@@ -118,6 +118,14 @@ def _bounds(rows: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
                    "measures the model more than memory")
         lines.append(f"oracle {_accuracy(rows, 'oracle')} against vanilla "
                      f"{_accuracy(rows, 'vanilla')}: {_difference(uses)}; {verdict}.")
+    if "full_context" in rows.index and not rows.loc["full_context", "accuracy_n"] > 0:
+        recall = rows.loc["full_context"]
+        held = ("" if pd.isna(recall["recall"]) else
+                f"; its window held {100 * recall['recall']:.1f}% "
+                f"({stats.interval_text(100 * recall['recall_low'], 100 * recall['recall_high'], 1)})"
+                " of the evidence when each question came")
+        lines.append(f"full_context answered nothing at this span (evidence recall only: the "
+                     f"grid's cut), so no condition is compared with it here{held}.")
     full = _pair(pairs, "oracle", "full_context")
     if full is not None:
         oracle = rows.loc["oracle"]
