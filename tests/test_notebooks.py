@@ -184,6 +184,8 @@ def test_paper_notebook_writes_figures_and_tables_and_explains_each(tmp_path):
                for o in shown)
     assert any("wrong with evidence in prompt (%)" in o.get("data", {}).get("text/markdown", "")
                for o in shown)  # where wrong answers come from
+    assert any("outdated of wrong (%)" in o.get("data", {}).get("text/markdown", "")
+               for o in shown)  # which option persona's answers chose
     assert any("No memory condition beats full_context" in o.get("data", {}).get(
         "text/markdown", "") or "Beats full_context" in o.get("data", {}).get(
         "text/markdown", "") for o in shown)  # the findings section

@@ -141,7 +141,7 @@ FIGURES = {"accuracy_vs_tokens", "paired_accuracy", "evidence_recall", "paired_r
            "accuracy_vs_span", "recall_vs_span", "cost_vs_span"}
 TABLES = {"overview", "accuracy", "evidence_recall", "paired_accuracy", "paired_recall",
           "ltm_ceilings", "table1", "table2", "ltm_scores", "persona_by_type", "costs",
-          "crossover", "failures", "answer_forms"}
+          "crossover", "failures", "answer_forms", "persona_choices"}
 
 
 def test_write_paper_writes_every_figure_and_table(results, tmp_path):

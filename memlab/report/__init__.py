@@ -112,6 +112,21 @@ def show_failures(written: dict) -> None:
     display(Markdown(written["tables"]["failures"][2].read_text()))
 
 
+NO_CHOICES = "No persona question was answered in these runs, so no option kinds to count."
+
+
+def show_choices(written: dict) -> None:
+    """In a notebook: the ``persona_choices`` table of ``write_paper``'s ``written`` (which
+    kind of option persona's answers chose, ``memlab.report.choices``), or one line when no
+    persona question was answered (``NO_CHOICES``)."""
+    from IPython.display import Markdown, display
+
+    if "persona_choices" not in written["tables"]:
+        print(NO_CHOICES)
+        return
+    display(Markdown(written["tables"]["persona_choices"][2].read_text()))
+
+
 NO_SCALING = ("The results hold one span per suite: `memlab paper --spec scaling` runs LTM at "
               "1k-32k and persona at 4k-32k tokens (docs/grids.md), then writes this section.")
 SCALING_FIGURES = ("accuracy_vs_span", "recall_vs_span", "cost_vs_span", "memory_size_vs_span")
@@ -133,5 +148,6 @@ def show_scaling(written: dict) -> None:
 
 
 __all__ = ["accuracy", "data", "figures", "findings", "judge_labels", "literature", "paired",
-           "peers", "recall", "style", "summary", "tables", "show_failures", "show_literature",
+           "peers", "recall", "style", "summary", "tables", "show_choices", "show_failures",
+           "show_literature",
            "show_peers", "show_scaling", "write_paper"]

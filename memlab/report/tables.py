@@ -14,6 +14,8 @@ The paper's own tables (one row per suite, span and condition unless said otherw
   (``memlab.report.answer_forms``), which a score cannot tell from wrong ones;
 - ``failures``: where wrong answers come from, evidence missing from the prompt or given and
   not used (``memlab.report.failures``), when the runs measured evidence recall;
+- ``persona_choices``: which option persona's answers chose, the right one or an outdated,
+  never-stated or contradicting one (``memlab.report.choices``), when persona was answered;
 - ``crossover``, when some suite ran at several spans (the ``scaling`` grid): where each memory
   first beats full_context (``memlab.report.scaling``);
 - ``peers`` / ``peers_paired``, when the results hold a complete mem0, LangMem or graphiti
@@ -37,6 +39,7 @@ import pandas as pd
 from memlab.errors import ConfigError
 from memlab.report import accuracy, answer_forms, data, paired, peers, recall, scaling, summary
 from memlab.report.cells import fixed, p_text, shown
+from memlab.report.choices import choices, choices_shown
 from memlab.report.failures import failures, failures_shown
 
 BENCH_TABLES = ("table1", "table2", "ltm_scores", "persona_by_type", "costs")
@@ -145,6 +148,9 @@ def paper_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.Da
     split = failures(scores)  # where wrong answers come from, once recall was measured
     if not split.empty:
         tables["failures"] = (split, failures_shown(split))
+    chosen = choices(scores)  # which kind of option persona's answers chose
+    if not chosen.empty:
+        tables["persona_choices"] = (chosen, choices_shown(chosen))
     if scaling.has_several_spans(scores):  # the span-scaling experiment's crossover table
         tables["crossover"] = (scaling.crossover(frames["paired_accuracy"][0], scores=scores), None)
     for name in BENCH_TABLES:
