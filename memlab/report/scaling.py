@@ -1,7 +1,7 @@
 """The span-scaling figures and crossover table (issue 45): where memory starts to matter.
 
 Drawn from a grid with several spans per suite (the ``scaling`` spec): accuracy at each span
-and against full_context there (the paired difference; both with 95% ribbons), evidence
+and against full_context there (95% error bars above, the paired difference's ribbon below), evidence
 recall, prompt tokens and seconds per answer (log axes) vs span, the memory each condition
 ends a run with (items and tokens stored, from the run manifests) vs span, and the crossover
 table: for each memory condition, the smallest span at which it is significantly above
