@@ -56,8 +56,7 @@ def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA,
         gaps = sorted(set(against.loc[against["suite"] == suite, "span"].astype(int))
                       - set(group["span"].astype(int)))
         gaps = [f"{g:,}" for g in gaps if g < found]
-        unpaired = [f"{s:,}" for s in sorted(answered.get((suite, str(condition)), set())
-                                             - answered.get((suite, REFERENCE), set()))]
+        unpaired = [f"{s:,}" for s in _without_reference(answered, suite, str(condition))]
         notes = ([f"not run at {', '.join(gaps)}"] if gaps else []) + (
             [f"full_context answered nothing at {', '.join(unpaired)}"] if unpaired else [])
         row = {"suite": suite, "condition": str(condition),
@@ -87,6 +86,15 @@ def _answered_spans(scores: pd.DataFrame | None) -> dict[tuple[str, str], set[in
                                                              observed=True)}
 
 
+def _without_reference(answered: dict[tuple[str, str], set[int]], suite: str,
+                       condition: str | None = None) -> list[int]:
+    """The spans of ``suite`` at which ``condition`` (None: any condition) answered and
+    full_context did not (``answered``: ``_answered_spans``)."""
+    spans = set().union(*(own for (s, c), own in answered.items()
+                          if s == suite and condition in (None, c)))
+    return sorted(spans - answered.get((suite, REFERENCE), set()))
+
+
 def plot_accuracy_vs_span(scores: pd.DataFrame) -> plt.Figure:
     """Top: each condition's accuracy vs span (``accuracy.accuracy``: Wilson or clipped t 95%
     intervals as error bars; eight conditions' bands would hide each other), so a span where
@@ -102,11 +110,10 @@ def plot_accuracy_vs_span(scores: pd.DataFrame) -> plt.Figure:
     points = rows.assign(**{k: 100 * rows[k] for k in ("difference", "low", "high")})
     _lower_row(fig, points, "difference", "Accuracy − full context (points)",
                ribbon=("low", "high"), log=False)
+    answered = _answered_spans(scores)
     for ax, suite in zip(fig.axes[len(fig.axes) // 2:], sorted(levels["suite"].unique()),
                          strict=False):
-        own = levels[levels["suite"] == suite]
-        missing = sorted(set(own["span"]) - set(own.loc[own["condition"] == REFERENCE, "span"]))
-        if missing:  # in the middle of those spans (on the log axis), above the zero line
+        if missing := _without_reference(answered, str(suite)):  # in the middle of those spans (on the log axis), above the zero line
             ax.text(math.prod(missing) ** (1 / len(missing)), 0.5,
                     "full_context answered\nnothing at " + ", ".join(map(_span_text, missing)),
                     transform=ax.get_xaxis_transform(), ha="center", va="center",
