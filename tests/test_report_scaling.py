@@ -87,11 +87,12 @@ def test_given_the_scores_a_span_without_full_context_answers_says_so_not_not_ru
     assert table.loc[("ltm", "sleep"), "crossover"] == (
         "none up to 4,000 (full_context answered nothing at 16,000)")
     assert table.loc[("ltm", "rag"), "crossover"] == "4,000 (full_context answered nothing at 16,000)"
-    assert table.loc[("persona", "rag"), "1,000"] == "not run"  # persona has no 1k span
+    assert table.loc[("persona", "rag"), "1,000"] == scaling.NOT_AT_SPAN  # persona has no 1k span
     assert table.loc[("persona", "rag"), "16,000"].startswith("+50.0 pp")
     assert list(table.columns) == ["crossover", "1,000", "4,000", "16,000"]  # spans in order
     without = scaling.crossover(comparisons).set_index(["suite", "condition"])
-    assert without.loc[("ltm", "rag"), "16,000"] == "not run"  # what it said before
+    # without the scores nothing says full_context answered nothing at LTM 16k
+    assert without.loc[("ltm", "rag"), "16,000"] == scaling.NOT_AT_SPAN
     fig = scaling.plot_accuracy_vs_span(scores)
     ltm_top, ltm_bottom = fig.axes[0], fig.axes[2]
     assert ltm_top.get_title() == "ltm"

@@ -26,6 +26,7 @@ from memlab.stats import interval_text
 REFERENCE = "full_context"
 NOT_MEMORIES = ("vanilla", "oracle", REFERENCE)
 NO_REFERENCE = "no full_context answers (evidence recall only)"
+NOT_AT_SPAN = "--"  # the suite was compared at this span in no condition
 
 
 def has_several_spans(frame: pd.DataFrame) -> bool:
@@ -44,6 +45,10 @@ def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA,
         scores: the grid's scores: a span where the memory answered and full_context did not
             (the scaling grid's LTM 16k and 32k: evidence recall only) then reads
             ``NO_REFERENCE``, and the crossover names those spans, instead of "not run".
+
+    A span column reads "not run" where the suite was compared at that span but not this
+    condition (a spec's ``not_run``), and ``NOT_AT_SPAN`` where the suite was compared at it in
+    no condition (persona has no 1k span).
     """
     rows, answered = [], _answered_spans(scores)
     against = comparisons[(comparisons["reference"] == REFERENCE)
@@ -73,6 +78,11 @@ def crossover(comparisons: pd.DataFrame, alpha: float = paired.ALPHA,
     spans = sorted((c for c in table.columns if c not in ("suite", "condition", "crossover")),
                    key=lambda c: int(c.replace(",", "")))
     table = table[["suite", "condition", "crossover", *spans]]
+    for suite in table["suite"].unique():
+        ran = set(against.loc[against["suite"] == suite, "span"].astype(int)).union(
+            *(own for (s, _), own in answered.items() if s == suite))
+        absent = [c for c in spans if int(c.replace(",", "")) not in ran]
+        table.loc[table["suite"] == suite, absent] = NOT_AT_SPAN
     return table.fillna({c: "not run" for c in spans})
 
 
