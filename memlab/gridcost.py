@@ -41,7 +41,15 @@ persona 4k) and the prefix-reuse measurements after issue 41 (docs/efficiency.md
   (embeddings only, grid_estimate). Persona: the LTM rate times persona's / LTM's rate in the
   same standard grid (episodic_summary 2.19/2.43, sleep 2.40/4.79, hybrid 4.48/1.27; rag
   0.015, episodic 0.012). grid_estimate saw episodic_summary's and sleep's cost per turn grow
-  within a cell (x1.69, x1.31 in the second half): at 16k-32k stores the projection is low.
+  within a cell (x1.69, x1.31 in the second half): at 16k-32k stores the projection is low;
+- LTM's stored turns grow with the span (its filler: 17.7 tokens a turn at 1k, 252 at 32k), and
+  the rates above were measured at 1k. A memory's recall returns turns, so its answering prompt
+  grows with them, and a memory that reads each turn pays for its tokens: each token a stored
+  turn has above 17.7 adds ``PROMPT_PER_TURN_TOKEN`` prompt tokens to an answer and scales the
+  ``TOKEN_SHARE`` of its seconds a turn (``CellRates.at``), both fitted on the scaling grid's
+  complete cells (see the constants). Sleep's and episodic_summary's compressions, which read
+  every turn, are not fitted yet (the grid's cells at 1k-16k are still to run): their seconds
+  a turn at 32k (4.6 s measured at one thread beside another cell) are far above the 1k rate.
 
 A suite without measured rates is projected as nothing (None). The projection assumes quiet
 cores: another job on them stretches every call (2-3x seen here).
@@ -55,11 +63,29 @@ from typing import Any
 
 @dataclass(frozen=True)
 class CellRates:
-    """Measured seconds of one condition on one suite (see the module docstring)."""
+    """Measured seconds of one condition on one suite (see the module docstring).
+
+    ``answer_s`` and ``per_turn_s`` were measured where a stored turn averaged ``turn_tokens``
+    (None: they do not depend on it); a suite whose turns are longer (LTM's filler grows with
+    the span) adds ``answer_s_per_turn_token`` to an answer for each token more (recall returns
+    turns: the prompt grows), and scales the ``token_share`` of ``per_turn_s`` that reading the
+    turn costs (``at``)."""
 
     answer_s: float
     per_turn_s: float = 0.0
     reads_history: bool = False  # pays the history it reads (``history_reading``)
+    turn_tokens: float | None = None
+    answer_s_per_turn_token: float = 0.0
+    token_share: float = 0.0
+
+    def at(self, turn_tokens: float | None) -> tuple[float, float]:
+        """(seconds an answer, seconds a stored turn) where stored turns average
+        ``turn_tokens`` (None: as measured)."""
+        if turn_tokens is None or self.turn_tokens is None:
+            return self.answer_s, self.per_turn_s
+        ratio = turn_tokens / self.turn_tokens
+        return (self.answer_s + self.answer_s_per_turn_token * (turn_tokens - self.turn_tokens),
+                self.per_turn_s * (1 - self.token_share + self.token_share * ratio))
 
 
 JUDGE_CALL_S = 1.05
@@ -77,9 +103,12 @@ LOCOMO_RATES = {
 }
 
 
+ANSWER_S_PER_PROMPT_TOKEN = 1.23 * 0.0186
+
+
 def fitted_answer_s(prompt_tokens: float, completion_tokens: float) -> float:
     """Seconds of one 1.5B answer on this machine: grid_estimate's fit (see the docstring)."""
-    return 1.23 * (-1.54 + 0.0186 * prompt_tokens + 0.045 * completion_tokens)
+    return 1.23 * (-1.54 + 0.045 * completion_tokens) + ANSWER_S_PER_PROMPT_TOKEN * prompt_tokens
 
 
 HISTORY_SCALE = {"ltm": 1.17, "persona": 1.02, "locomo": 1.0}  # estimate -> the model's tokens
@@ -97,10 +126,27 @@ PER_TURN_S = {
                 "sleep": round(0.80 * 2.40 / 4.79, 3), "hybrid": round(0.29 * 4.48 / 1.27, 3)}}
 
 
+# LTM's stored turns grow with the span (its filler: 17.7 tokens a turn at 1k, 252 at 32k, the
+# plan's estimate, ``mean_turn_tokens``); the rates above were measured at 1k. Fitted on the
+# scaling grid's complete cells (2026-12-04, ``benchmarks/fit_turn_sizes.py``): answer prompt
+# tokens added per token of a stored turn (least squares over spans: rag 403 + 1.45 x tokens,
+# episodic 398 + 4.70 x, hybrid 440 + 1.91 x; sleep from the standard grid's 913 at 1k and the
+# scaling grid's 2,100 at 32k), and the share of a memory's seconds per turn at 1k that grows with
+# the turn (seconds per turn = a + b x tokens over spans: rag 0.12, episodic 0.13; hybrid's
+# cells were mostly served from the cache, so its share is not measured and stays 0).
+RATE_TURN_TOKENS = {"ltm": 17.7}
+PROMPT_PER_TURN_TOKEN = {"ltm": {"rag": 1.45, "episodic": 4.70, "hybrid": 1.91, "sleep": 5.07}}
+TOKEN_SHARE = {"ltm": {"rag": 0.12, "episodic": 0.13}}
+
+
 def generated_rates(suite: str) -> dict[str, CellRates]:
     """A generated suite's rates by condition, from the constants above."""
+    per_token = PROMPT_PER_TURN_TOKEN.get(suite, {})
     rates = {c: CellRates(round(fitted_answer_s(p, ANSWER_TOKENS[suite]) + SCORER_S[suite], 3),
-                          PER_TURN_S[suite].get(c, 0.0))
+                          PER_TURN_S[suite].get(c, 0.0), turn_tokens=RATE_TURN_TOKENS.get(suite),
+                          answer_s_per_turn_token=round(
+                              ANSWER_S_PER_PROMPT_TOKEN * per_token.get(c, 0.0), 4),
+                          token_share=TOKEN_SHARE.get(suite, {}).get(c, 0.0))
              for c, p in MEAN_PROMPT[suite].items()}
     rates["full_context"] = CellRates(REUSED_PREFIX_ANSWER_S + SCORER_S[suite],
                                       reads_history=True)
@@ -142,21 +188,34 @@ def history_reading(turns: list[tuple[int, bool]], budget: int) -> tuple[int, fl
 
 
 def cell_seconds(suite: str, condition: str, *, stored_turns: int, answered: int,
-                 history_s: float = 0.0) -> float | None:
+                 history_s: float = 0.0, turn_tokens: float | None = None) -> float | None:
     """Projected seconds of one cell (None: no measured rates for this suite or condition).
 
     Args:
         stored_turns: the turns the cell replays into memory (every conversation's).
         answered: the questions it answers (and its judges judge).
         history_s: the seconds full_context takes to read its history (``history_reading``).
+        turn_tokens: the tokens a stored turn averages (``mean_turn_tokens``; None: as where
+            the rates were measured).
     """
     rates, judges = SUITE_RATES.get(suite, ({}, 0))
     own = rates.get(condition)
     if own is None:
         return None
-    per_answer = own.answer_s + judges * JUDGE_CALL_S
-    return (stored_turns * own.per_turn_s + answered * per_answer
+    answer_s, per_turn_s = own.at(turn_tokens)
+    return (stored_turns * per_turn_s + answered * (answer_s + judges * JUDGE_CALL_S)
             + (history_s if own.reads_history else 0.0))
+
+
+def mean_turn_tokens(suite: Any, events: list[Any]) -> float:
+    """The tokens a turn stored from ``events`` averages (text and reply; the suites' estimate
+    scaled to the model's tokenizer, ``HISTORY_SCALE``)."""
+    from memlab.bench.schedule import estimate_tokens
+
+    stored = [e for e in events if e.kind != "question"]
+    scale = HISTORY_SCALE.get(suite.name, 1.0)
+    return scale * sum(estimate_tokens(e.text) + estimate_tokens(e.reply or "")
+                       for e in stored) / max(len(stored), 1)
 
 
 def rates_text(suite: str) -> str:
@@ -169,6 +228,14 @@ def rates_text(suite: str) -> str:
              + (f" + history read at {PREFILL_S_AT_0:g} s + {PREFILL_S_PER_POSITION:g} s x "
                 "position a token" if r.reads_history else "")
              for name, r in rates.items()]
+    growing = [f"{name} {r.answer_s_per_turn_token:g} s an answer"
+               + (f" and {r.per_turn_s * r.token_share / r.turn_tokens:.2g} s a stored turn"
+                  if r.token_share and r.turn_tokens else "")
+               for name, r in rates.items() if r.answer_s_per_turn_token or r.token_share]
+    if growing:
+        reference = next(r.turn_tokens for r in rates.values() if r.turn_tokens)
+        parts.append(f"where a stored turn averages more than {reference:g} tokens, for each "
+                     f"token more: {', '.join(growing)} (the scaling grid's cells)")
     if suite != "locomo":
         return (f"seconds per answer (+ per stored turn) from the standard grid's calls and "
                 f"the prefix-reuse measurements: {', '.join(parts)}")

@@ -33,7 +33,13 @@ from memlab.bench.questions import answered_tests, is_answered
 from memlab.bench.spec import REGISTRIES, RunSpec
 from memlab.config import Settings, get_settings
 from memlab.errors import ConfigError, fields_message
-from memlab.gridcost import HISTORY_SCALE, cell_seconds, full_context_reading, rates_text
+from memlab.gridcost import (
+    HISTORY_SCALE,
+    cell_seconds,
+    full_context_reading,
+    mean_turn_tokens,
+    rates_text,
+)
 from memlab.memory.base import CONDITIONS, MEMORIES
 from memlab.stats import min_detectable_difference
 from memlab.userfiles import load_yaml
@@ -216,12 +222,16 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
         tests = max(sum(n["tests"] for n in own) for own in counts.values())
         evidence = max(sum(n["evidence"] for n in own) for own in counts.values())
         stored = max(sum(n["stored"] for n in own) for own in counts.values())
+        seeds = [n for n in built_seeds.values() if n["stored"]]
+        turn_tokens = (sum(n["turn_tokens"] * n["stored"] for n in seeds)
+                       / sum(n["stored"] for n in seeds)) if seeds else None
         readings = [n["reading"] for n in counts.get("full_context", []) if n["reading"]]
         reading = [max((r[0] for r in readings), default=0),
                    max((r[1] for r in readings), default=0),
                    sum(r[2] for r in readings), sum(r[3] for r in readings)]
         hours = {c: cell_seconds(suite, c, stored_turns=stored, answered=answered[c],
-                                 history_s=reading[3]) for c in conditions}
+                                 history_s=reading[3], turn_tokens=turn_tokens)
+                 for c in conditions}
         known = None not in hours.values()
         most = max(answered.values())
         rows.append({"suite": suite, "span": span, "cells": len(group),
@@ -232,6 +242,7 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
                                                   and most > 0],
                      "detectable_difference": min_detectable_difference(min(most, tests)),
                      "stored_turns_per_condition": stored,
+                     "tokens_per_stored_turn": round(turn_tokens, 1) if turn_tokens else None,
                      "reads_full_context": reading[3] > 0,
                      "full_context_window": reading[0], "longest_conversation": reading[1],
                      "full_context_tokens_read": reading[2],
@@ -244,8 +255,9 @@ def plan(spec: GridSpec, cells: list[RunSpec] | None = None) -> pd.DataFrame:
 def _seed_counts(built: Any, suite: str, span: int, seed: int,
                  k: int | None) -> dict[str, Any]:
     """One built seed's questions (evidence), answered questions, the tests they belong to (an
-    LTM test asks several; accuracy is scored and paired per test) and stored turns, and what
-    full_context reads answering them (None: it answers nothing, so reads no prompt)."""
+    LTM test asks several; accuracy is scored and paired per test), stored turns and the tokens
+    they average, and what full_context reads answering them (None: it answers nothing, so reads
+    no prompt)."""
     events = built.events()
     sample = answered_tests(events, k, seed)
     questions = [e for e in events if e.kind == "question"]
@@ -254,7 +266,8 @@ def _seed_counts(built: Any, suite: str, span: int, seed: int,
                if asked and suite in HISTORY_SCALE else None)
     return {"evidence": len(questions), "answered": len(asked),
             "tests": len({e.test_id or e.index for e in asked}),
-            "stored": sum(e.kind != "question" for e in events), "reading": reading}
+            "stored": sum(e.kind != "question" for e in events), "reading": reading,
+            "turn_tokens": mean_turn_tokens(built, events)}
 
 
 def _by_suite_span(cells: list[RunSpec]) -> dict[tuple[str, int], list[RunSpec]]:
@@ -288,9 +301,11 @@ def format_plan(spec: GridSpec, table: pd.DataFrame) -> str:
             lines.append(f"    not run at this span (no cells): {', '.join(skipped)}")
         if row.projected_hours is not None and row.projected_hours == row.projected_hours:
             by = ", ".join(f"{c} {h:g}" for c, h in row.hours_by_condition.items())
+            tokens = (f", {row.tokens_per_stored_turn:g} tokens each on average"
+                      if row.tokens_per_stored_turn else "")
             lines.append(f"    projected model time: {row.projected_hours:.1f} h on 2 cores, "
                          f"one cell at a time ({row.stored_turns_per_condition} stored turns "
-                         f"per condition; hours by condition: {by})")
+                         f"per condition{tokens}; hours by condition: {by})")
             lines.append(f"    from {rates_text(row.suite)} (memlab.gridcost)")
         if row.reads_full_context and row.longest_conversation > row.full_context_window:
             lines.append(f"    full_context cuts: conversations up to "

