@@ -7,18 +7,27 @@ many it plans (``counts.turns_planned`` in its manifest); for a run made before 
 not started, a run of another condition on the same suite events says it (its finished turns).
 
 Time left is model time, measured: a turn's model and memory seconds (``llm_latency_s`` plus
-``memory_seconds``, sleep's cycles included), averaged over the cell's recorded turns (once there
-are ``MIN_TURNS``), else over its condition's turns on the same models (the same suite first)
-elsewhere in the folder, else in the other grid folders beside it (``results/peers`` for
-``results/peers-standard``). It is what the turns cost as they ran (at their threads, on a
-shared or idle machine), not a promise: cells run side by side share the cores, and turns still
-to run whose calls the cache holds take none. A run whose calls came mostly from the response
-cache measures nothing (``measures_seconds``: more than half of them).
+``memory_seconds``, sleep's cycles included). Turns differ: a question is answered at a cost
+near its span's, a stored turn costs a memory what it has to read (LTM 32k's filler turns
+average some 200 tokens, LTM 1k's 18; sleep paid 4.5 s a filler turn there, 0.9 s at persona
+32k, and about 7.5 and 12 ms a character at each). So the turns a cell has left are priced as
+two parts, their question turns at the seconds a question turn cost and their stored turns at
+the seconds a character of stored text (text and reply) cost, each measured over the cell's own
+turns (once there are ``MIN_TURNS`` of that part), else its condition's turns on the same
+models elsewhere in the folder (the same suite and span first, then the same suite, then any),
+else in the other grid folders beside it (``results/peers`` for ``results/peers-standard``).
+The turns left are read from a run of the same events whose turns are all recorded (any
+condition: the events do not depend on it); a cell with no such run is priced at the seconds a
+turn of any kind cost, found the same way. It is what the turns cost as they ran (at their
+threads, on a shared or idle machine), not a promise: cells run side by side share the cores,
+and turns still to run whose calls the cache holds take none. A run whose calls came mostly
+from the response cache measures nothing (``measures_seconds``: more than half of them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +41,8 @@ from memlab.report.peers import memory_seconds
 
 State = Literal["complete", "running", "stopped", "failed", "not started", "other run"]
 RateSource = Literal["run", "grid", "other grid"]
+# what a measured second is counted per: any turn, a question turn, a character of stored text
+Part = Literal["turn", "question", "char"]
 
 # the spec fields that fix a suite's events (and so the turns a run records), whatever the
 # condition and its memory model
@@ -55,19 +66,32 @@ class CellStatus(BaseModel):
     state: State
     turns_done: int = 0
     turns_planned: int | None = None
-    seconds_per_turn: float | None = None
+    seconds_per_turn: float | None = None  # of the turns left, on average
     rate_from: RateSource | None = None
     seconds_left: float | None = None
 
 
+class Tally(BaseModel):
+    """Measured turns of one part, the units they hold (turns, or characters stored) and the
+    seconds they cost."""
+
+    turns: int = 0
+    units: float = 0.0
+    seconds: float = 0.0
+
+
 class Recorded(BaseModel):
-    """What one run folder holds: its manifest, its turns, and what ``measured`` of them cost
-    (``seconds``; see ``_recorded``)."""
+    """What one run folder holds: its manifest, its turns (``shape``: per turn, whether it is a
+    question and the characters it stored) and what its measured turns cost, by part (``tally``;
+    see ``_recorded``)."""
 
     manifest: dict[str, Any]
-    turns: int
-    measured: int
-    seconds: float
+    shape: list[tuple[bool, int]]
+    tally: dict[Part, Tally]
+
+    @property
+    def turns(self) -> int:
+        return len(self.shape)
 
     @property
     def planned(self) -> int | None:
@@ -80,6 +104,13 @@ class Recorded(BaseModel):
 def turn_seconds(turn: dict[str, Any]) -> float:
     """The model and memory seconds one recorded turn cost."""
     return (turn.get("llm_latency_s") or 0.0) + memory_seconds(turn)
+
+
+def turn_shape(turn: dict[str, Any]) -> tuple[bool, int]:
+    """Whether a recorded turn is a question, and the characters it stored (0 for a question)."""
+    if turn.get("kind") == "question":
+        return True, 0
+    return False, len(turn.get("text") or "") + len(turn.get("reply") or "")
 
 
 def events_key(spec: dict[str, Any]) -> str:
@@ -98,10 +129,11 @@ def _state(cell: RunSpec, run_dir: Path, recorded: Recorded | None) -> State:
     return "failed" if recorded.manifest.get("status") == "failed" else "stopped"
 
 
-def _rate(runs: Iterable[Recorded], min_turns: int) -> float | None:
-    runs = list(runs)
-    turns = sum(r.measured for r in runs)
-    return sum(r.seconds for r in runs) / turns if turns and turns >= min_turns else None
+def _rate(runs: Iterable[Recorded], min_turns: int, part: Part) -> float | None:
+    tallies = [r.tally[part] for r in runs]
+    turns, units = sum(t.turns for t in tallies), sum(t.units for t in tallies)
+    return (sum(t.seconds for t in tallies) / units
+            if turns and turns >= min_turns and units else None)
 
 
 def _like(run: Recorded, cell: RunSpec) -> bool:
@@ -111,25 +143,51 @@ def _like(run: Recorded, cell: RunSpec) -> bool:
         spec.get(field) == getattr(cell, field) for field in MODEL_FIELDS)
 
 
-def _rate_for(cell: RunSpec, ours: Recorded | None,
-              pools: Iterable[tuple[RateSource, Callable[[], list[Recorded]]]], min_turns: int
-              ) -> tuple[float | None, RateSource | None]:
-    """The cell's seconds per turn and where they were measured: its own turns, else its
-    condition's runs on the same models (same suite first) in this grid, else in other grids;
-    each only from at least ``min_turns`` measured turns."""
-    if ours is not None and (rate := _rate([ours], min_turns)) is not None:
+def _near(run: Recorded, cell: RunSpec) -> tuple[bool, bool, bool]:
+    """How near a run's events are to the cell's: same suite and span, same suite, any."""
+    suite = run.manifest.get("suite") == cell.suite
+    return suite and (run.manifest.get("spec") or {}).get("span") == cell.span, suite, True
+
+
+def rate_for(cell: RunSpec, ours: Recorded | None,
+             pools: Iterable[tuple[RateSource, Callable[[], list[Recorded]]]], min_turns: int,
+             part: Part) -> tuple[float | None, RateSource | None]:
+    """The cell's seconds per ``part`` and where they were measured: its own turns, else its
+    condition's runs on the same models in this grid (the same suite and span first, then the
+    same suite, then any), else in other grids; each only from at least ``min_turns`` measured
+    turns of the part."""
+    if ours is not None and (rate := _rate([ours], min_turns, part)) is not None:
         return rate, "run"
     for source, runs in pools:
         like = [r for r in runs() if _like(r, cell)]
-        rate = (_rate([r for r in like if r.manifest.get("suite") == cell.suite], min_turns)
-                or _rate(like, min_turns))
-        if rate is not None:
-            return rate, source
+        for level in range(3):
+            rate = _rate([r for r in like if _near(r, cell)[level]], min_turns, part)
+            if rate is not None:
+                return rate, source
     return None, None
 
 
-def _read_folder(folder: Path, wanted: Callable[[dict[str, Any]], bool] = bool
-                 ) -> dict[str, Recorded]:
+def _priced(rest: list[tuple[bool, int]],
+            rate_of: Callable[[Part], tuple[float | None, RateSource | None]]
+            ) -> tuple[float | None, RateSource | None]:
+    """The seconds the turns ``rest`` (a cell's turns left) cost, at its question turns' and
+    stored characters' measured rates, and the farthest source one of them was measured in."""
+    questions = sum(asks for asks, _ in rest)
+    chars = sum(stored for _, stored in rest)
+    seconds, sources = 0.0, []
+    for part, units in (("question", questions), ("char", chars)):
+        if units:
+            rate, source = rate_of(part)
+            if rate is None:
+                return None, None
+            seconds += units * rate
+            sources.append(source)
+    order = ("run", "grid", "other grid")
+    return seconds, max(sources, key=order.index, default="run")
+
+
+def read_runs(folder: Path, wanted: Callable[[dict[str, Any]], bool] = bool
+              ) -> dict[str, Recorded]:
     """The runs in ``folder`` (each a sub-folder with a manifest) whose manifest is ``wanted``."""
     out = {}
     for run_dir in sorted(folder.iterdir()) if folder.is_dir() else []:
@@ -149,14 +207,36 @@ def measures_seconds(calls: list[dict[str, Any]]) -> bool:
     return not calls or served / len(calls) <= CACHED_AT_MOST
 
 
+def seconds_left(cell: RunSpec, ours: Recorded | None, total: int | None,
+                 shape: list[tuple[bool, int]] | None,
+                 pools: Iterable[tuple[RateSource, Callable[[], list[Recorded]]]],
+                 min_turns: int) -> tuple[float | None, float | None, RateSource | None]:
+    """The model seconds a cell has left, the seconds a turn left averages and the farthest
+    source they were measured in: its turns left priced by part when its events' turns are
+    known (``shape``), else at the seconds a turn of any kind cost."""
+    done = ours.turns if ours else 0
+    if total is not None and shape is not None and len(shape) == total:
+        left, source = _priced(shape[done:], partial(rate_for, cell, ours, pools, min_turns))
+        if left is not None:
+            return left, left / (total - done), source
+    rate, source = rate_for(cell, ours, pools, min_turns, "turn")
+    return (None if rate is None or total is None else (total - done) * rate), rate, source
+
+
 def _recorded(run_dir: Path, manifest: dict[str, Any]) -> Recorded:
-    """The run's turns and their cost; a run the response cache mostly served measures none
-    (``measures_seconds``: its condition's other runs then say it)."""
+    """The run's turns and their cost by part; a run the response cache mostly served measures
+    none (``measures_seconds``: its condition's other runs then say it)."""
     turns = read_jsonl(run_dir / "turns.jsonl")
-    if not measures_seconds(read_jsonl(run_dir / "calls.jsonl")):
-        return Recorded(manifest=manifest, turns=len(turns), measured=0, seconds=0.0)
-    return Recorded(manifest=manifest, turns=len(turns), measured=len(turns),
-                    seconds=sum(turn_seconds(t) for t in turns))
+    shape = [turn_shape(t) for t in turns]
+    tally: dict[Part, Tally] = {"turn": Tally(), "question": Tally(), "char": Tally()}
+    if measures_seconds(read_jsonl(run_dir / "calls.jsonl")):
+        for turn, (asks, stored) in zip(turns, shape, strict=True):
+            seconds = turn_seconds(turn)
+            for part, units in (("turn", 1), ("question", 1) if asks else ("char", stored)):
+                counted = tally[part]
+                counted.turns, counted.units = counted.turns + 1, counted.units + units
+                counted.seconds += seconds
+    return Recorded(manifest=manifest, shape=shape, tally=tally)
 
 
 def _other_grids(results: Path, conditions: set[str]) -> list[Recorded]:
@@ -170,7 +250,7 @@ def _other_grids(results: Path, conditions: set[str]) -> list[Recorded]:
         return out
     for grid in grids:
         try:
-            out += _read_folder(grid, lambda m: m.get("condition") in conditions).values()
+            out += read_runs(grid, lambda m: m.get("condition") in conditions).values()
         except (OSError, ConfigError):
             continue
     return out
@@ -181,12 +261,16 @@ def grid_status(cells: list[RunSpec], results_dir: str | Path, *,
     """Each cell's CellStatus, in the order given (nothing is run or written).
 
     Args:
-        min_turns: the fewest measured turns a seconds-per-turn estimate is taken from.
+        min_turns: the fewest measured turns of a part (question turns, stored turns, turns)
+            an estimate of its seconds is taken from.
     """
     results = Path(results_dir)
-    recorded = _read_folder(results)
+    recorded = read_runs(results)
     planned = {events_key(r.manifest.get("spec") or {}): r.planned
                for r in recorded.values() if r.planned is not None}
+    # each events' turns, from a run that recorded all it planned
+    shapes = {events_key(r.manifest.get("spec") or {}): r.shape
+              for r in recorded.values() if r.planned is not None and r.turns == r.planned}
     others: list[list[Recorded]] = []  # read once, and only when a cell needs them
 
     def other_grids() -> list[Recorded]:
@@ -202,10 +286,10 @@ def grid_status(cells: list[RunSpec], results_dir: str | Path, *,
         ours = run if state != "other run" else None
         done = ours.turns if ours else 0
         total = (ours.planned if ours else None) or planned.get(events_key(cell.identity()))
-        rate, source = _rate_for(cell, ours, pools, min_turns)
         finished = state == "complete" or (total is not None and done >= total)
-        left = 0.0 if finished else (  # a stopped run with every turn done only scores
-            (total - done) * rate if total is not None and rate is not None else None)
+        # a stopped run with every turn done only scores
+        left, rate, source = (0.0, None, None) if finished else seconds_left(
+            cell, ours, total, shapes.get(events_key(cell.identity())), pools, min_turns)
         out.append(CellStatus(run_id=cell.run_id, condition=cell.condition, suite=cell.suite,
                               state=state, turns_done=done, turns_planned=total,
                               seconds_per_turn=rate, rate_from=source, seconds_left=left))

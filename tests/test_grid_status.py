@@ -176,3 +176,52 @@ def test_status_of_a_missing_folder_says_so_and_of_a_file_is_an_error(tmp_path, 
 def test_a_run_is_timed_unless_the_cache_served_most_of_its_calls(served, paid, measures):
     calls = [{"paid": False}] * served + [{"paid": True}] * paid
     assert measures_seconds(calls) is measures
+
+
+def _cost_by_part(run_dir, *, question_s, char_s, stretch=1):
+    """Give ``run_dir``'s turns a cost by part: ``question_s`` a question turn, ``char_s`` a
+    character a stored turn holds, after its text is made ``stretch`` times as long."""
+    turns = read_jsonl(run_dir / "turns.jsonl")
+    for turn in turns:
+        if turn["kind"] != "question":
+            turn["text"] *= stretch
+        asks, chars = turn["kind"] == "question", len(turn["text"]) + len(turn["reply"] or "")
+        turn.update(llm_latency_s=question_s if asks else 0.0, cycle_stats=None,
+                    memory_latency_s=0.0 if asks else chars * char_s)
+    (run_dir / "turns.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
+    return turns
+
+
+def test_turns_left_are_priced_as_questions_and_characters_stored_nearest_span_first(tmp_path):
+    """A span whose stored turns are longer costs a memory more a turn (LTM 32k's filler turns
+    average some 200 tokens, LTM 1k's 18): the time left prices a cell's question turns at the
+    seconds a question cost and its stored turns by their characters, each measured at the
+    cell's own span first."""
+    grid = tmp_path / "grid"
+    short, long_ = TinySuite(sessions=3), TinySuite(sessions=6)
+
+    def at(suite, condition, seed=0):
+        return run(suite, condition, llm=FakeLLM([fake_reply]), results_dir=grid, seed=seed,
+                   progress=False)
+
+    # rag measured at 3 sessions: 10 s a question, 0.01 s a stored character
+    _cost_by_part(at(short, "rag"), question_s=10.0, char_s=0.01)
+    # the 6-session events, seed 0, recorded by vanilla: stored turns 5 times as long
+    shape = _cost_by_part(at(long_, "vanilla"), question_s=1.0, char_s=0.0, stretch=5)
+    questions = sum(t["kind"] == "question" for t in shape)
+    chars = sum(len(t["text"]) + len(t["reply"] or "") for t in shape if t["kind"] != "question")
+    cell = tiny_spec(long_, "rag", seed=0)
+    (status,) = grid_status([cell], grid, min_turns=1)
+    assert (status.state, status.turns_planned, status.rate_from) == (
+        "not started", len(shape), "grid")
+    assert status.seconds_left == pytest.approx(questions * 10.0 + chars * 0.01)
+    # the same seconds a turn, spread evenly, would have priced it at the short span's turns
+    measured = read_jsonl(cell.run_dir(grid).parent / tiny_spec(short, "rag").run_id
+                          / "turns.jsonl")
+    per_turn = sum(t["llm_latency_s"] + t["memory_latency_s"] for t in measured) / len(measured)
+    assert abs(per_turn * len(shape) - status.seconds_left) > 0.2 * status.seconds_left
+    # a run of rag at the cell's own span (another seed) says what a question costs there
+    _cost_by_part(at(long_, "rag", seed=1), question_s=20.0, char_s=0.01, stretch=5)
+    (status,) = grid_status([cell], grid, min_turns=1)
+    assert status.seconds_left == pytest.approx(questions * 20.0 + chars * 0.01)
+    assert status.seconds_per_turn == pytest.approx(status.seconds_left / len(shape))
