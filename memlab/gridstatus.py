@@ -8,8 +8,8 @@ not started, a run of another condition on the same suite events says it (its fi
 
 Time left is model time, measured: a turn's model and memory seconds (``llm_latency_s`` plus
 ``memory_seconds``, sleep's cycles included). Turns differ: a question is answered at a cost
-near its span's, a stored turn costs a memory what it has to read (LTM 32k's filler turns
-average some 200 tokens, LTM 1k's 18; sleep paid 4.5 s a filler turn there, 0.9 s at persona
+near its span's, a stored turn costs a memory what it has to read (LTM 32k's stored turns
+average 252 tokens, LTM 1k's 18; sleep paid 4.5 s a filler turn there, 0.9 s at persona
 32k, and about 7.5 and 12 ms a character at each). So the turns a cell has left are priced as
 two parts, their question turns at the seconds a question turn cost and their stored turns at
 the seconds a character of stored text (text and reply) cost, each measured over the cell's own
@@ -316,7 +316,8 @@ def format_status(name: str, results_dir: str | Path, status: list[CellStatus]) 
     unknown = sum(s.seconds_left is None for s in status)
     tail = (f", and {unknown} cell(s) not estimated yet (no run has measured their turns or "
             "seconds per turn)") if unknown else ""
-    lines.append(f"model time left: {sum(known) / 3600:.1f} h at the measured seconds per turn"
+    lines.append(f"model time left: {sum(known) / 3600:.1f} h (question turns and stored "
+                 "characters at their measured seconds; s/turn: the turns left, on average)"
                  f"{tail}; cells run side by side share the cores")
     if any(s.rate_from == "other grid" for s in status):
         lines.append(f"  * measured in another grid's runs of the condition on the same models "

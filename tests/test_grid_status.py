@@ -193,8 +193,8 @@ def _cost_by_part(run_dir, *, question_s, char_s, stretch=1):
 
 
 def test_turns_left_are_priced_as_questions_and_characters_stored_nearest_span_first(tmp_path):
-    """A span whose stored turns are longer costs a memory more a turn (LTM 32k's filler turns
-    average some 200 tokens, LTM 1k's 18): the time left prices a cell's question turns at the
+    """A span whose stored turns are longer costs a memory more a turn (LTM 32k's stored turns
+    average 252 tokens, LTM 1k's 18): the time left prices a cell's question turns at the
     seconds a question cost and its stored turns by their characters, each measured at the
     cell's own span first."""
     grid = tmp_path / "grid"

@@ -123,7 +123,8 @@ def register(commands) -> dict:
     grid.add_argument("--status", action="store_true",
                       help="print each cell's state in the results folder (complete, running, "
                            "stopped, failed, not started), its turns done of planned and the "
-                           "model time left at the measured seconds per turn; run nothing")
+                           "model time left (its question turns and stored text at the seconds "
+                           "measured for them); run nothing")
     grid.add_argument("--conditions", help="comma-separated subset of the spec's conditions")
     grid.add_argument("--suites", help=f"comma-separated subset of: {names(SUITES)}")
     grid.add_argument("--seeds", help="comma-separated seeds replacing the spec's")
