@@ -1,4 +1,5 @@
-"""``memlab replay``: a finished grid's committed records into its tables, with no model call."""
+"""``memlab replay``: a finished grid's committed records into its tables, with no model call;
+``memlab claims``: whether the numbers a page cites are in those tables."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from memlab.claims import DEFAULT_PAGES, ELSEWHERE
 from memlab.cli.common import RAW
 
 DESCRIPTION = """\
@@ -28,6 +30,15 @@ records too (into <out>/before) and writes tables/change: each condition after m
 the same questions (accuracy and evidence recall, paired, Holm per suite and measure).
 """
 
+CLAIMS_DESCRIPTION = f"""\
+Find every number the pages cite with its interval ("72.0 (63.6-80.3)", "+11.6 (6.2 to 17.0;
+...)") and check that a committed table holds it: three cells side by side in a row of some
+<records>/<grid>/tables/*.csv (a value, its low and its high) that print as the claim's numbers
+at its decimals, as they are or as percentages. Those tables are what `memlab replay --check`
+reproduces byte for byte, so a claim found there is checkable from the records. A number cited
+from elsewhere on purpose is listed in <records>/{ELSEWHERE} ("page | claim | where it comes
+from"). Exits 1 naming each claim in neither (and each listed one no page cites any more)."""
+
 
 def register(commands) -> dict:
     replay = commands.add_parser(
@@ -47,7 +58,18 @@ def register(commands) -> dict:
     what.add_argument("--update", action="store_true",
                       help="write the replay's tables into <records>/tables/ and its cited "
                            "files over their copies")
-    return {"replay": cmd_replay}
+    claims = commands.add_parser(
+        "claims", help="check that the numbers pages cite with intervals are in committed tables",
+        description=CLAIMS_DESCRIPTION, formatter_class=RAW,
+        epilog="examples:\n  memlab claims                      # README.md and docs/findings/\n"
+               "  memlab claims paper/draft.md --records records")
+    claims.add_argument("pages", nargs="*", default=list(DEFAULT_PAGES),
+                        help="markdown pages (globs allowed; default: README.md "
+                             "docs/findings/*.md)")
+    claims.add_argument("--records", default="records",
+                        help="the records folder whose <grid>/tables/*.csv hold the numbers "
+                             "(default records)")
+    return {"replay": cmd_replay, "claims": cmd_claims}
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -68,3 +90,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"replay: check passed: {len(records.compared(done))} files identical to the "
               "committed ones")
     return 0
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    from memlab.claims import check_claims, pages
+
+    root = Path.cwd()
+    done = check_claims(pages(args.pages, root), Path(args.records), root)
+    listed = Path(args.records) / ELSEWHERE
+    print(f"claims: {len(done.claims)} numbers with intervals in {len(set(c.page for c in done.claims))} "
+          f"pages; {len(done.claims) - len(done.unsupported) - len(done.elsewhere)} in a committed "
+          f"table, {len(done.elsewhere)} listed as from elsewhere ({listed}), "
+          f"{len(done.unsupported)} in neither")
+    for claim in done.unsupported:
+        print(f"  {claim.page}:{claim.line}: {claim.text}: in no table under {args.records}")
+    for page, text in done.stale_elsewhere:
+        print(f"  {listed}: {page} | {text}: no longer cited there; remove the line")
+    return 1 if done.unsupported or done.stale_elsewhere else 0

@@ -1,0 +1,149 @@
+"""Whether the numbers a page cites come from committed records (``memlab claims``).
+
+A number cited with its interval, ``72.0 (63.6-80.3)``, ``+11.6 (6.2 to 17.0; ...)`` or
+``89.0% (84.1-92.6)``, is a *claim*. It is *supported* when a committed table holds it: some
+row of a ``records/<grid>/tables/*.csv`` (what ``memlab replay --check`` reproduces byte for
+byte) has three numeric cells side by side (a value and its low and high, as every memlab table
+writes them: ``accuracy, accuracy_low, accuracy_high``, ``difference, low, high``) that print
+as the claim's three numbers at the claim's decimals, as they are or as percentages. A number
+the tables do not hold (a typo, a figure from a run whose records were not kept, one computed
+by hand) is listed with its page and line.
+
+Some numbers come from elsewhere on purpose (an earlier version of a rule, a benchmark's
+results file). ``records/claims-elsewhere.md`` lists them, a line each,
+``page | claim | where it comes from``; they are not reported, and one that no page cites any
+more is (``stale_elsewhere``), so the list cannot outlive its numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from memlab.errors import ConfigError
+
+ELSEWHERE = "claims-elsewhere.md"  # in the records folder
+# the pages whose numbers are the project's findings
+DEFAULT_PAGES = ("README.md", "docs/findings/*.md")
+
+_NUMBER = r"[+-]?\d+(?:\.\d+)?"
+# a value not itself the end of a range ("0.00-4.3 (1.7-2.9)" is a range and its mean), then
+# its interval: "(low-high" or "(low to high", closed by ")", ";" or ","
+CLAIM = re.compile(rf"(?<![\w.+-])({_NUMBER})%?\s\(({_NUMBER})%?(?:-|\s+to\s+)({_NUMBER})%?"
+                   r"(?=[;),])")
+SCALES = (1, 100)  # a table's proportion is cited as it is or as a percentage
+
+
+@dataclass(frozen=True)
+class Claim:
+    page: str
+    line: int
+    text: str  # as the page writes it, closed by ")": "72.0 (63.6-80.3)", "-3.3 (-7.1 to -0.3)"
+    numbers: tuple[str, str, str]  # value, low, high as written (without "+" or "%")
+
+
+def find_claims(text: str, page: str = "") -> list[Claim]:
+    """The claims ``text`` makes, in order (a claim may run over a line break)."""
+    flat = text.replace("\u2212", "-")  # a typeset minus is a minus
+    out = []
+    for match in CLAIM.finditer(flat):
+        numbers = tuple(n.lstrip("+") for n in match.groups())
+        out.append(Claim(page=page, line=flat.count("\n", 0, match.start()) + 1,
+                         text=" ".join(match.group(0).split()) + ")", numbers=numbers))
+    return out
+
+
+def _decimals(number: str) -> int:
+    return len(number.split(".")[1]) if "." in number else 0
+
+
+def _printed(value: float, decimals: int) -> str:
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.0"
+
+
+def table_triples(records: Path) -> list[tuple[float, float, float]]:
+    """Every three numeric cells side by side in a row of a committed table
+    (``<records>/<grid>/tables/*.csv``)."""
+    triples = []
+    for table in sorted(records.glob("*/tables/*.csv")):
+        with table.open(newline="", encoding="utf-8") as handle:
+            for row in csv.reader(handle):
+                cells = [_float(cell) for cell in row]
+                triples += [(a, b, c) for a, b, c in zip(cells, cells[1:], cells[2:],
+                                                         strict=False)
+                            if a is not None and b is not None and c is not None]
+    return triples
+
+
+def _float(cell: str) -> float | None:
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
+
+def supports(triple: tuple[float, float, float], claim: Claim) -> bool:
+    """Whether a table's value, low and high print as the claim's numbers."""
+    wanted = tuple(_printed(float(n), _decimals(n)) for n in claim.numbers)
+    return any(tuple(_printed(v * scale, _decimals(n)) for v, n in zip(
+        triple, claim.numbers, strict=True)) == wanted for scale in SCALES)
+
+
+def read_elsewhere(records: Path) -> dict[tuple[str, str], str]:
+    """``records/claims-elsewhere.md``: (page, claim as written) -> where it comes from; its
+    lines that are not ``page | claim | source`` (a heading, prose) are passed over."""
+    path = records / ELSEWHERE
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else []:
+        parts = [part.strip() for part in line.strip().strip("|").split("|")]
+        if len(parts) == 3 and [c.text for c in find_claims(parts[1])] == [parts[1]]:
+            out[parts[0], parts[1]] = parts[2]
+    return out
+
+
+def pages(patterns: list[str] | tuple[str, ...], root: Path) -> list[Path]:
+    """The pages ``patterns`` name under ``root`` (globs allowed); one naming nothing is an
+    error."""
+    out = []
+    for pattern in patterns:
+        found = sorted(root.glob(pattern)) if any(c in pattern for c in "*?[") else (
+            [root / pattern] if (root / pattern).is_file() else [])
+        if not found:
+            raise ConfigError(f"{pattern}: no such page")
+        out += found
+    return out
+
+
+@dataclass
+class ClaimCheck:
+    claims: list[Claim]
+    unsupported: list[Claim]  # not in a table, not listed as from elsewhere
+    elsewhere: list[Claim]  # listed in claims-elsewhere.md
+    stale_elsewhere: list[tuple[str, str]]  # listed for a page checked, which no longer cites it
+
+
+def check_claims(page_paths: list[Path], records: Path, root: Path) -> ClaimCheck:
+    """Each claim of the pages against the committed tables under ``records`` and its
+    ``claims-elsewhere.md`` (pages named relative to ``root``)."""
+    if not records.is_dir():
+        raise ConfigError(f"--records {str(records)!r}: no such folder")
+    triples = table_triples(records)
+    elsewhere = read_elsewhere(records)
+    claims, unsupported, listed, names = [], [], [], set()
+    for path in page_paths:
+        name = path.resolve().relative_to(root.resolve()).as_posix() \
+            if path.resolve().is_relative_to(root.resolve()) else str(path)
+        names.add(name)
+        for claim in find_claims(path.read_text(encoding="utf-8"), name):
+            claims.append(claim)
+            if (name, claim.text) in elsewhere:
+                listed.append(claim)
+            elif not any(supports(triple, claim) for triple in triples):
+                unsupported.append(claim)
+    cited = {(c.page, c.text) for c in listed}
+    return ClaimCheck(claims=claims, unsupported=unsupported, elsewhere=listed,
+                      stale_elsewhere=[key for key in elsewhere
+                                       if key[0] in names and key not in cited])
