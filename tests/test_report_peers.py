@@ -20,7 +20,10 @@ from memlab.bench.runner import run  # noqa: E402
 from memlab.embed.hashing import HashingEmbedder  # noqa: E402
 from memlab.llm.fake import FakeLLM  # noqa: E402
 from memlab.report.peers import (  # noqa: E402
+    baselines_paired,
+    evidence_pieces,
     paired,
+    paired_recall,
     peer_rows,
     peers_markdown,
     search_latency,
@@ -101,6 +104,27 @@ def test_paired_differences_are_on_the_same_tests_with_holm(results):
         assert p.pairs == 4
         assert p.difference == pytest.approx(by[p.peer] - by["rag"])
         assert p.p_holm >= p.p
+
+
+def test_evidence_by_answer_is_paired_per_piece_and_memories_against_each_other(results):
+    rows = peer_rows(results)
+    recall = paired_recall(rows, baselines=("rag",))
+    assert sorted(recall["peer"]) == ["langmem", "mem0"] and set(recall["baseline"]) == {"rag"}
+    by = rows.set_index("condition")
+    for p in recall.itertuples():
+        pieces = {c: evidence_pieces(by.loc[c, "run_dirs"]) for c in (p.peer, "rag")}
+        assert p.pairs == len(pieces["rag"]) == 4  # one evidence piece a question
+        assert p.difference == pytest.approx(by.loc[p.peer, "evidence_by_answer"]
+                                             - by.loc["rag", "evidence_by_answer"])
+        assert p.low <= p.difference <= p.high and p.p_holm >= p.p
+    # memlab's memories against each other: each minus each one before it, Holm within the cell
+    memories = baselines_paired(rows, baselines=("rag", "mem0", "langmem"))
+    assert [f"{p.peer} - {p.baseline}" for p in memories.itertuples()] == [
+        "mem0 - rag", "langmem - rag", "langmem - mem0"]
+    accuracy = by["accuracy"]
+    for p in memories.itertuples():
+        assert p.difference == pytest.approx(accuracy[p.peer] - accuracy[p.baseline])
+    assert baselines_paired(rows).empty  # hybrid and sleep did not run: nothing to pair
 
 
 def test_markdown_and_files(results, tmp_path):

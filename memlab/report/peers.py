@@ -17,7 +17,10 @@ mean of the run's paid memory calls: ``stored_turn_seconds``); recall latency p5
 questions (``recall_seconds``);
 parse failures and failed turns, and replies cut at the token limit (peers: from the manifest's
 ``memory_stats``; runs made before it was counted show none). ``paired`` adds each peer's
-accuracy difference from each baseline on the tests both answered (exact McNemar, Newcombe interval, Holm-corrected within the cell).
+accuracy difference from each baseline on the tests both answered (exact McNemar, Newcombe
+interval, Holm-corrected within the cell), ``paired_recall`` the same on evidence recall by
+answer (per evidence piece), and ``baselines_paired`` memlab's memories against each other
+(hybrid - rag, sleep - rag, sleep - hybrid).
 
 The paper (``memlab.report.write_paper``) adds ``peer_tables`` to its tables and draws
 ``forest_frame`` as its ``peers`` figure whenever the results folder holds a complete mem0 or
@@ -27,6 +30,7 @@ LangMem run (``has_peers``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -225,25 +229,65 @@ def paired(rows: pd.DataFrame, baselines: tuple[str, ...] = BASELINES) -> pd.Dat
     """Each peer against each baseline of its cell on the tests both answered (its seeds
     pooled): difference (peer - baseline), its 95% interval, p and Holm-adjusted p within the
     cell."""
+    return _paired(rows, _peer_pairs(baselines), pooled_scores)
+
+
+def paired_recall(rows: pd.DataFrame, baselines: tuple[str, ...] = BASELINES) -> pd.DataFrame:
+    """``paired`` on evidence recall by answer: each peer against each baseline of its cell on
+    the evidence pieces of the questions both were asked (``evidence_pieces``), each piece 1
+    when its answer reached the prompt."""
+    return _paired(rows, _peer_pairs(baselines), evidence_pieces)
+
+
+def baselines_paired(rows: pd.DataFrame, baselines: tuple[str, ...] = BASELINES
+                     ) -> pd.DataFrame:
+    """memlab's memories against each other in a cell, on the tests both answered: each
+    baseline minus each one before it (hybrid - rag, sleep - rag, sleep - hybrid), Holm within
+    the cell; in the columns of ``paired`` (``peer`` the first of the two)."""
+    pairs = [(later, earlier) for i, earlier in enumerate(baselines)
+             for later in baselines[i + 1:]]
+    return _paired(rows, pairs, pooled_scores)
+
+
+def _peer_pairs(baselines: tuple[str, ...]) -> list[tuple[str, str]]:
+    return [(peer, base) for peer in PEERS for base in baselines]
+
+
+def evidence_pieces(run_dirs: list[Path] | tuple[Path, ...]) -> dict[str, float]:
+    """Per evidence piece of the main phase's questions (``"s1/17/0"``: seed, turn, piece), 1.0
+    when its answer reached the prompt (``answer_in_prompt``), else 0.0."""
+    out = {}
+    for run_dir in run_dirs:
+        seed = json.loads((Path(run_dir) / "manifest.json").read_text())["seed"]
+        for turn in read_jsonl(Path(run_dir) / "turns.jsonl"):
+            if turn.get("phase") == "main" and turn.get("kind") == "question":
+                out |= {f"s{seed}/{turn['index']}/{i}": float(bool(e.get("answer_in_prompt")))
+                        for i, e in enumerate(turn.get("evidence") or [])}
+    return out
+
+
+def _paired(rows: pd.DataFrame, pairs: list[tuple[str, str]],
+            outcomes: Callable[[tuple[str, ...]], dict[str, float]]) -> pd.DataFrame:
+    """Each (first, second) of ``pairs`` present in a cell compared on the keys of
+    ``outcomes`` both hold (exact McNemar with Newcombe's interval for 0/1 outcomes, else the
+    paired bootstrap): first - second, Holm within the cell."""
     out = []
     for _, cell in rows.groupby(CELL, dropna=False):
         by_condition = {r.condition: r for r in cell.itertuples()}
-        scores = {c: pooled_scores(r.run_dirs) for c, r in by_condition.items()
-                  if c in PEERS or c in baselines}
+        present = [(a, b) for a, b in pairs if a in by_condition and b in by_condition]
+        values = {c: outcomes(by_condition[c].run_dirs) for c in {c for p in present for c in p}}
         family = []
-        for peer in (p for p in PEERS if p in by_condition):
-            mine = scores[peer]
-            for base in (b for b in baselines if b in by_condition):
-                theirs = scores[base]
-                shared = sorted(set(mine) & set(theirs))
-                first, second = [theirs[t] for t in shared], [mine[t] for t in shared]
-                binary = all(v in (0.0, 1.0) for v in first + second)
-                test = mcnemar(first, second) if binary else paired_bootstrap(first, second)
-                family.append({**{k: getattr(by_condition[peer], k) for k in CELL},
-                               "seeds": _shared_seeds(shared), "peer": peer, "baseline": base,
-                               "pairs": test.n,
-                               "difference": test.estimate, "low": test.low, "high": test.high,
-                               "p": test.p_value, "method": test.method})
+        for first_name, second_name in present:
+            mine, theirs = values[first_name], values[second_name]
+            shared = sorted(set(mine) & set(theirs))
+            first, second = [theirs[t] for t in shared], [mine[t] for t in shared]
+            binary = all(v in (0.0, 1.0) for v in first + second)
+            test = mcnemar(first, second) if binary else paired_bootstrap(first, second)
+            family.append({**{k: getattr(by_condition[first_name], k) for k in CELL},
+                           "seeds": _shared_seeds(shared), "peer": first_name,
+                           "baseline": second_name, "pairs": test.n,
+                           "difference": test.estimate, "low": test.low, "high": test.high,
+                           "p": test.p_value, "method": test.method})
         for row, adjusted in zip(family, holm([r["p"] for r in family]), strict=True):
             out.append({**row, "p_holm": adjusted})
     return pd.DataFrame(out)
@@ -323,19 +367,22 @@ ROWS_SHOWN = ["suite", "memory model", "seeds", "condition", "accuracy (95% CI)"
               "recall p50 / p95 ms", "parse failures / replies cut"]
 
 
-def pairs_shown(pairs: pd.DataFrame) -> pd.DataFrame:
-    """``paired`` as a reader sees it: the difference in percentage points with its interval."""
+def pairs_shown(pairs: pd.DataFrame, unit: str = "pairs", label: str = "peer - baseline",
+                digits: int = 0) -> pd.DataFrame:
+    """``paired`` (or ``paired_recall``, ``baselines_paired``) as a reader sees it: the
+    difference in percentage points with its interval, to ``digits`` decimals; ``unit`` names
+    what was paired, ``label`` the two conditions."""
+    def points(value: float, sign: str = "") -> str:
+        return f"{100 * value:{sign}.{digits}f}"
+
     return pd.DataFrame([{
         "suite": p.suite, "memory model": model_label(p.memory_model), "seeds": p.seeds,
-        "peer - baseline": f"{p.peer} - {p.baseline}", "pairs": p.pairs,
-        "difference (95% CI)": f"{100 * p.difference:+.0f} pp ({100 * p.low:.0f} to "
-                               f"{100 * p.high:.0f})",
+        label: f"{p.peer} - {p.baseline}", unit: p.pairs,
+        "difference (95% CI)": f"{points(p.difference, '+')} pp ({points(p.low)} to "
+                               f"{points(p.high)})",
         "p": f"{p.p:.2f}", "p (Holm)": f"{p.p_holm:.2f}",
-    } for p in pairs.itertuples()], columns=PAIRS_SHOWN)
-
-
-PAIRS_SHOWN = ["suite", "memory model", "seeds", "peer - baseline", "pairs",
-               "difference (95% CI)", "p", "p (Holm)"]
+    } for p in pairs.itertuples()], columns=["suite", "memory model", "seeds", label, unit,
+                                              "difference (95% CI)", "p", "p (Holm)"])
 
 
 def _pipe_table(frame: pd.DataFrame) -> str:
@@ -351,17 +398,21 @@ def peers_markdown(rows: pd.DataFrame, pairs: pd.DataFrame) -> str:
 
 
 def peer_tables(results_dir: str | Path) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
-    """The paper's peers tables, name -> (numbers, shown): ``peers`` (``peer_rows``) and
-    ``peers_paired`` (``paired``); none when ``results_dir`` holds no mem0, LangMem or graphiti
-    run."""
+    """The paper's peers tables, name -> (numbers, shown): ``peers`` (``peer_rows``),
+    ``peers_paired`` (``paired``), ``peers_paired_recall`` (``paired_recall``) and
+    ``memories_paired`` (``baselines_paired``); none when ``results_dir`` holds no mem0,
+    LangMem or graphiti run."""
     rows = peer_rows(results_dir)
     return _tables(rows) if has_peers(rows) else {}
 
 
 def _tables(rows: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
-    pairs = paired(rows)
+    pairs, recall, memories = paired(rows), paired_recall(rows), baselines_paired(rows)
     return {"peers": (rows.drop(columns=["run_dirs"], errors="ignore"), rows_shown(rows)),
-            "peers_paired": (pairs, pairs_shown(pairs))}
+            "peers_paired": (pairs, pairs_shown(pairs)),
+            "peers_paired_recall": (recall, pairs_shown(recall, "evidence pieces", digits=1)),
+            "memories_paired": (memories, pairs_shown(memories, label="memory - memory",
+                                                      digits=1))}
 
 
 def forest_frame(pairs: pd.DataFrame) -> pd.DataFrame:

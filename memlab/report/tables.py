@@ -18,9 +18,10 @@ The paper's own tables (one row per suite, span and condition unless said otherw
   never-stated or contradicting one (``memlab.report.choices``), when persona was answered;
 - ``crossover``, when some suite ran at several spans (the ``scaling`` grid): where each memory
   first beats full_context (``memlab.report.scaling``);
-- ``peers`` / ``peers_paired``, when the results hold a complete mem0, LangMem or graphiti
-  run: every run of the peers and of rag, hybrid and sleep per cell, and each peer minus each of
-  those baselines on the same tests (``memlab.report.peers``);
+- ``peers`` / ``peers_paired`` / ``peers_paired_recall`` / ``memories_paired``, when the
+  results hold a complete mem0, LangMem or graphiti run: every run of the peers and of rag,
+  hybrid and sleep per cell, each peer minus each of those baselines on the same tests and on
+  the same evidence pieces, and those baselines against each other (``memlab.report.peers``);
 
 and the bench's tables (:mod:`memlab.bench.tables`: Table 1, Table 2 with what the forced
 sleep cycle did, the LTM scores, persona accuracy by question type, costs). A CSV holds the
