@@ -111,6 +111,9 @@ def pages(patterns: list[str] | tuple[str, ...], root: Path) -> list[Path]:
     for pattern in patterns:
         found = sorted(root.glob(pattern)) if any(c in pattern for c in "*?[") else (
             [root / pattern] if (root / pattern).is_file() else [])
+        if (root / pattern).is_dir():
+            raise ConfigError(f"{pattern}: is a folder; name its pages ({pattern.rstrip('/')}"
+                              "/*.md)")
         if not found:
             raise ConfigError(f"{pattern}: no such page")
         out += found
@@ -137,7 +140,12 @@ def check_claims(page_paths: list[Path], records: Path, root: Path) -> ClaimChec
         name = path.resolve().relative_to(root.resolve()).as_posix() \
             if path.resolve().is_relative_to(root.resolve()) else str(path)
         names.add(name)
-        for claim in find_claims(path.read_text(encoding="utf-8"), name):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") \
+                from exc
+        for claim in find_claims(text, name):
             claims.append(claim)
             if (name, claim.text) in elsewhere:
                 listed.append(claim)

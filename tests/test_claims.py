@@ -106,6 +106,14 @@ def test_the_command_exits_1_naming_a_claim_in_no_table_and_2_for_a_missing_page
     err = capsys.readouterr().err.strip()
     assert err.endswith("docs/nothing-*.md: no such page") and len(err.splitlines()) == 1
     assert cli.main(["claims", "README.md", "--records", str(tmp_path / "none")]) == 2
+    capsys.readouterr()
+    (tmp_path / "docs").mkdir()
+    assert cli.main(["claims", "docs", "--records", str(records)]) == 2
+    assert capsys.readouterr().err.strip().endswith("docs: is a folder; name its pages (docs/*.md)")
+    (tmp_path / "latin.md").write_bytes("caf\xe9 72.0 (63.6-80.3)".encode("latin-1"))
+    assert cli.main(["claims", "latin.md", "--records", str(records)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "latin.md: not UTF-8 text" in err and len(err.splitlines()) == 1
 
 
 def test_every_number_the_readme_and_findings_cite_is_in_a_committed_table():
