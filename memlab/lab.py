@@ -111,6 +111,11 @@ def run(spec: RunSpec, results_dir: str | Path | None = None, *, llm: Any = None
         needed = answering_window(spec, suite, llm)
         if needed > llm.context_window:  # the conversation came out longer than its span
             llm, memory_llm = make_models(spec, window=needed)
+            # built again on the run's client: a suite's judge (LTM's jokes, restaurant) is
+            # the client it was built with, and only the run's client records its calls in
+            # the run's journal (a judge left on the first client answered outside it, so a
+            # replay of the records could not score those tests)
+            suite = build_suite(spec, llm)
     embedder = embedder or make_embedder(spec.embedder)
     return run_spec(spec, suite=suite, llm=llm, memory_llm=memory_llm,
                     embedder=embedder, results_dir=results_dir, progress=progress)

@@ -87,3 +87,25 @@ def test_a_model_the_caller_gives_is_kept(tmp_path, windows):
     spec = _spec("persona", "full_context", 1500, answered=0)
     lab.run(spec, tmp_path, llm=given, progress=False)
     assert windows == []  # nothing built in its place
+
+
+def test_a_run_whose_window_grows_judges_through_its_own_journal(tmp_path, windows):
+    """An LTM full_context run at 4k needs a window larger than its span's, so its models are
+    built again; the jokes' judge must be that run's client, whose calls the journal records,
+    so a replay of the cell (no model call) scores it. It was the first client before: the
+    scaling grid's full_context cells at LTM 4k and 16k could not be replayed."""
+    from memlab.records import _Models, score_cell
+
+    spec = _spec("ltm", "full_context", 4000, answered=0,
+                 suite_options={"types": ["jokes"], "examples": 2})
+    run_dir = lab.run(spec, tmp_path, progress=False)
+    assert len(windows) == 2 and windows[-1] > windows[0]  # built again, larger
+    calls = [json.loads(line) for line in (run_dir / "calls.jsonl").read_text().splitlines()]
+    scores = [json.loads(line) for line in (run_dir / "scores.jsonl").read_text().splitlines()]
+    assert {s["judge"] for s in scores} == {"llm"}
+    assert len(calls) >= len(scores) > 0  # one judge call a question at least, all journaled
+    copy = tmp_path / "copy" / run_dir.name
+    copy.mkdir(parents=True)
+    for name in ("manifest.json", "turns.jsonl", "calls.jsonl"):
+        (copy / name).write_bytes((run_dir / name).read_bytes())
+    assert score_cell(copy, _Models()) == (len(scores), len(calls))
