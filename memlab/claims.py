@@ -9,6 +9,12 @@ as the claim's three numbers at the claim's decimals, as they are or as percenta
 the tables do not hold (a typo, a figure from a run whose records were not kept, one computed
 by hand) is listed with its page and line.
 
+A count cited with its interval, ``1/8 (2-47%)``, ``6 / 16 (18.5-61.4, Wilson)`` or ``25/40,
+62% (47-76)``, carries its own evidence: it is supported when the interval prints as the
+Wilson or the exact (Clopper-Pearson) 95% interval of k/n at the claim's decimals, and a
+percentage cited with it as 100 k/n. A count is checked this way wherever it sits (an
+extraction benchmark's row, a labelled sample), so a mistyped bound fails like a missing table.
+
 Some numbers come from elsewhere on purpose (an earlier version of a rule, a benchmark's
 results file). ``records/claims-elsewhere.md`` lists them, a line each,
 ``page | claim | where it comes from``; they are not reported, and one that no page cites any
@@ -18,21 +24,26 @@ more is (``stale_elsewhere``), so the list cannot outlive its numbers.
 from __future__ import annotations
 
 import csv
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from memlab import stats
 from memlab.errors import ConfigError
 
 ELSEWHERE = "claims-elsewhere.md"  # in the records folder
-# the pages whose numbers are the project's findings
-DEFAULT_PAGES = ("README.md", "docs/findings/*.md")
+# the project's pages: the README and every docs page (findings, conditions, suites, ...)
+DEFAULT_PAGES = ("README.md", "docs/**/*.md")
 
 _NUMBER = r"[+-]?\d+(?:\.\d+)?"
 # a value not itself the end of a range ("0.00-4.3 (1.7-2.9)" is a range and its mean), then
 # its interval: "(low-high" or "(low to high", closed by ")", ";" or ","
-CLAIM = re.compile(rf"(?<![\w.+-])({_NUMBER})%?\s\(({_NUMBER})%?(?:-|\s+to\s+)({_NUMBER})%?"
+CLAIM = re.compile(rf"(?<![\w.+/-])({_NUMBER})%?\s\(({_NUMBER})%?(?:-|\s+to\s+)({_NUMBER})%?"
                    r"(?=[;),])")
+# a count k/n (optionally ", p%"), then its interval; not the end of "2,390 / 8,128" or "1/2/3"
+COUNT = re.compile(rf"(?<![\w.,/])(\d+)\s?/\s?(\d+)(?:,\s({_NUMBER})%)?\s\(({_NUMBER})%?"
+                   rf"(?:-|\s+to\s+)({_NUMBER})%?(?=[;),])")
 SCALES = (1, 100)  # a table's proportion is cited as it is or as a percentage
 
 
@@ -42,17 +53,25 @@ class Claim:
     line: int
     text: str  # as the page writes it, closed by ")": "72.0 (63.6-80.3)", "-3.3 (-7.1 to -0.3)"
     numbers: tuple[str, str, str]  # value, low, high as written (without "+" or "%")
+    count: tuple[int, int] | None = None  # k, n of a count claim (its value: a percentage or "")
 
 
 def find_claims(text: str, page: str = "") -> list[Claim]:
-    """The claims ``text`` makes, in order (a claim may run over a line break)."""
+    """The claims ``text`` makes, in order (a claim may run over a line break): counts with
+    their intervals, and the other values with theirs."""
     flat = text.replace("\u2212", "-")  # a typeset minus is a minus
-    out = []
+    found = []
+    for match in COUNT.finditer(flat):
+        k, n, percent, low, high = match.groups()
+        found.append((match.start(), match.end(), (percent or "", low, high), (int(k), int(n))))
+    counted = [(start, end) for start, end, _, _ in found]
     for match in CLAIM.finditer(flat):
-        numbers = tuple(n.lstrip("+") for n in match.groups())
-        out.append(Claim(page=page, line=flat.count("\n", 0, match.start()) + 1,
-                         text=" ".join(match.group(0).split()) + ")", numbers=numbers))
-    return out
+        if not any(start <= match.start() < end for start, end in counted):
+            found.append((match.start(), match.end(),
+                          tuple(n.lstrip("+") for n in match.groups()), None))
+    return [Claim(page=page, line=flat.count("\n", 0, start) + 1,
+                  text=" ".join(flat[start:end].split()) + ")", numbers=numbers, count=count)
+            for start, end, numbers, count in sorted(found, key=lambda f: f[0])]
 
 
 def _decimals(number: str) -> int:
@@ -62,6 +81,35 @@ def _decimals(number: str) -> int:
 def _printed(value: float, decimals: int) -> str:
     text = f"{value:.{decimals}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.0"
+
+
+def _printed_either(value: float, decimals: int) -> set[str]:
+    """``value`` at ``decimals``, a tie rounded either way (12.5 is "12" or "13")."""
+    step = 10.0 ** -decimals
+    return {_printed(value, decimals), _printed(math.floor(value / step + 0.5 + 1e-9) * step,
+                                                decimals)}
+
+
+def counted(claim: Claim) -> bool:
+    """Whether a count claim's interval is the Wilson or the exact 95% interval of its k/n
+    (as a proportion or a percentage), and its percentage, if cited, 100 k/n."""
+    k, n = claim.count
+    if n == 0 or k > n:
+        return False
+    percent, low, high = claim.numbers
+    if percent and _printed(float(percent), _decimals(percent)) not in _printed_either(
+            100 * k / n, _decimals(percent)):
+        return False
+    wanted = (_printed(float(low), _decimals(low)), _printed(float(high), _decimals(high)))
+    for method in ("wilson", "exact"):
+        interval = stats.proportion_ci(k, n, method=method)
+        # a proportion has decimals: "(0-0)" is not 0/8's interval as a proportion
+        for scale in SCALES if "." in low + high else (100,):
+            lows = _printed_either(interval.low * scale, _decimals(low))
+            highs = _printed_either(interval.high * scale, _decimals(high))
+            if wanted[0] in lows and wanted[1] in highs:
+                return True
+    return False
 
 
 def table_triples(records: Path) -> list[tuple[float, float, float]]:
@@ -85,11 +133,37 @@ def _float(cell: str) -> float | None:
         return None
 
 
+def _as_printed(triple: tuple[float, ...], decimals: tuple[int, ...], scale: float = 1) -> tuple:
+    return tuple(_printed(v * scale, d) for v, d in zip(triple, decimals, strict=True))
+
+
+def _wanted(claim: Claim) -> tuple[tuple[int, ...], tuple]:
+    decimals = tuple(_decimals(n) for n in claim.numbers)
+    return decimals, _as_printed(tuple(float(n) for n in claim.numbers), decimals)
+
+
 def supports(triple: tuple[float, float, float], claim: Claim) -> bool:
     """Whether a table's value, low and high print as the claim's numbers."""
-    wanted = tuple(_printed(float(n), _decimals(n)) for n in claim.numbers)
-    return any(tuple(_printed(v * scale, _decimals(n)) for v, n in zip(
-        triple, claim.numbers, strict=True)) == wanted for scale in SCALES)
+    decimals, wanted = _wanted(claim)
+    return any(_as_printed(triple, decimals, scale) == wanted for scale in SCALES)
+
+
+class _Tables:
+    """The committed tables' triples, printed once per claim's decimals and scale (the same
+    test as ``supports``, for every triple at once)."""
+
+    def __init__(self, triples: list[tuple[float, float, float]]):
+        self.triples, self.printed = triples, {}
+
+    def hold(self, claim: Claim) -> bool:
+        decimals, wanted = _wanted(claim)
+        for scale in SCALES:
+            if (decimals, scale) not in self.printed:
+                self.printed[decimals, scale] = {_as_printed(t, decimals, scale)
+                                                 for t in self.triples}
+            if wanted in self.printed[decimals, scale]:
+                return True
+        return False
 
 
 def read_elsewhere(records: Path) -> dict[tuple[str, str], str]:
@@ -133,7 +207,7 @@ def check_claims(page_paths: list[Path], records: Path, root: Path) -> ClaimChec
     ``claims-elsewhere.md`` (pages named relative to ``root``)."""
     if not records.is_dir():
         raise ConfigError(f"--records {str(records)!r}: no such folder")
-    triples = table_triples(records)
+    tables = _Tables(table_triples(records))
     elsewhere = read_elsewhere(records)
     claims, unsupported, listed, names = [], [], [], set()
     for path in page_paths:
@@ -149,7 +223,7 @@ def check_claims(page_paths: list[Path], records: Path, root: Path) -> ClaimChec
             claims.append(claim)
             if (name, claim.text) in elsewhere:
                 listed.append(claim)
-            elif not any(supports(triple, claim) for triple in triples):
+            elif not (counted(claim) if claim.count else tables.hold(claim)):
                 unsupported.append(claim)
     cited = {(c.page, c.text) for c in listed}
     return ClaimCheck(claims=claims, unsupported=unsupported, elsewhere=listed,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memlab import cli
-from memlab.claims import Claim, check_claims, find_claims, pages, supports
+from memlab.claims import DEFAULT_PAGES, Claim, check_claims, counted, find_claims, pages, supports
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,10 +116,40 @@ def test_the_command_exits_1_naming_a_claim_in_no_table_and_2_for_a_missing_page
     assert "latin.md: not UTF-8 text" in err and len(err.splitlines()) == 1
 
 
-def test_every_number_the_readme_and_findings_cite_is_in_a_committed_table():
-    """The project's own pages: a number with an interval that no committed table holds, and
-    that records/claims-elsewhere.md does not list with its source, fails here."""
-    done = check_claims(pages(["README.md", "docs/findings/*.md"], ROOT), ROOT / "records", ROOT)
-    assert len(done.claims) > 300  # the pages do cite their numbers this way
+def test_counts_are_claims_of_their_own_and_not_read_as_a_value_with_an_interval():
+    text = ("kept 25/40, 62% (47-76); changes 1/8 (2-47%) / 7/8 (53-98%), dates 6 / 16 "
+            "(18.5-61.4, Wilson).\nNot counts: 2,390 / 8,128 (p 0.06), 1/2/3 (4-5), 8 (2-47%).")
+    found = find_claims(text)
+    assert [(c.text, c.count) for c in found] == [
+        ("25/40, 62% (47-76)", (25, 40)), ("1/8 (2-47%)", (1, 8)), ("7/8 (53-98%)", (7, 8)),
+        ("6 / 16 (18.5-61.4)", (6, 16)), ("8 (2-47%)", None)]
+    assert found[0].numbers == ("62", "47", "76") and found[1].numbers == ("", "2", "47")
+
+
+@pytest.mark.parametrize(("text", "held"), [
+    ("1/8 (2-47%)", True),  # Wilson
+    ("1/8 (2-48%)", False),  # a mistyped bound
+    ("1/8 (0.3-52.7%)", True),  # exact (Clopper-Pearson)
+    ("0/8 (0-32%)", True),  # never +-0 at 0/n
+    ("0/8 (0-0%)", False),
+    ("25/40, 62% (47-76)", True),  # 62.5 rounds either way at a tie
+    ("25/40, 63% (47-76)", True),
+    ("25/40, 64% (47-76)", False),  # the percentage is not 25/40
+    ("6 / 16 (18.5-61.4)", True),
+    ("6 / 16 (0.185-0.614)", True),  # as a proportion
+    ("9/8 (50-100%)", False),
+])
+def test_a_count_is_supported_by_its_own_wilson_or_exact_interval(text, held):
+    assert counted(_claim(text)) is held
+
+
+def test_every_number_the_readme_and_docs_cite_is_in_a_committed_table():
+    """The project's own pages (README.md and docs/**/*.md): a number with an interval that no
+    committed table holds, a count whose interval is not its own, and a number that
+    records/claims-elsewhere.md does not list with its source fail here."""
+    done = check_claims(pages(DEFAULT_PAGES, ROOT), ROOT / "records", ROOT)
+    assert len(done.claims) > 450  # the pages do cite their numbers this way
+    assert {c.page for c in done.claims} >= {"README.md", "docs/conditions/hybrid.md",
+                                              "docs/suites.md", "docs/findings/standard.md"}
     assert [f"{c.page}:{c.line}: {c.text}" for c in done.unsupported] == []
     assert done.stale_elsewhere == []

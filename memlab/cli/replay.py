@@ -37,7 +37,8 @@ Find every number the pages cite with its interval ("72.0 (63.6-80.3)", "+11.6 (
 at its decimals, as they are or as percentages. Those tables are what `memlab replay --check`
 reproduces byte for byte, so a claim found there is checkable from the records. A number cited
 from elsewhere on purpose is listed in <records>/{ELSEWHERE} ("page | claim | where it comes
-from"). Exits 1 naming each claim in neither (and each listed one no page cites any more)."""
+from"). A count with its interval ("1/8 (2-47%)", "25/40, 62% (47-76)") passes when the interval
+is the Wilson or exact 95% interval of k/n at its decimals. Exits 1 naming each claim in neither (and each listed one no page cites any more)."""
 
 
 def register(commands) -> dict:
@@ -61,11 +62,11 @@ def register(commands) -> dict:
     claims = commands.add_parser(
         "claims", help="check that the numbers pages cite with intervals are in committed tables",
         description=CLAIMS_DESCRIPTION, formatter_class=RAW,
-        epilog="examples:\n  memlab claims                      # README.md and docs/findings/\n"
+        epilog="examples:\n  memlab claims                      # README.md and docs/**/*.md\n"
                "  memlab claims paper/draft.md --records records")
     claims.add_argument("pages", nargs="*", default=list(DEFAULT_PAGES),
                         help="markdown pages (globs allowed; default: README.md "
-                             "docs/findings/*.md)")
+                             "docs/**/*.md)")
     claims.add_argument("--records", default="records",
                         help="the records folder whose <grid>/tables/*.csv hold the numbers "
                              "(default records)")
@@ -98,12 +99,17 @@ def cmd_claims(args: argparse.Namespace) -> int:
     root = Path.cwd()
     done = check_claims(pages(args.pages, root), Path(args.records), root)
     listed = Path(args.records) / ELSEWHERE
+    others = {id(c) for c in done.unsupported + done.elsewhere}
+    counts = sum(1 for c in done.claims if c.count and id(c) not in others)
+    tabled = len(done.claims) - len(others) - counts
     print(f"claims: {len(done.claims)} numbers with intervals in {len(set(c.page for c in done.claims))} "
-          f"pages; {len(done.claims) - len(done.unsupported) - len(done.elsewhere)} in a committed "
-          f"table, {len(done.elsewhere)} listed as from elsewhere ({listed}), "
+          f"pages; {tabled} in a committed table, {counts} counts with their own interval, "
+          f"{len(done.elsewhere)} listed as from elsewhere ({listed}), "
           f"{len(done.unsupported)} in neither")
     for claim in done.unsupported:
-        print(f"  {claim.page}:{claim.line}: {claim.text}: in no table under {args.records}")
+        why = (f"not the Wilson or exact 95% interval of {claim.count[0]}/{claim.count[1]}"
+               if claim.count else f"in no table under {args.records}")
+        print(f"  {claim.page}:{claim.line}: {claim.text}: {why}")
     for page, text in done.stale_elsewhere:
         print(f"  {listed}: {page} | {text}: no longer cited there; remove the line")
     return 1 if done.unsupported or done.stale_elsewhere else 0
