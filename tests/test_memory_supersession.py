@@ -85,7 +85,49 @@ def test_check_keeps_a_grounded_llm_candidate_on_a_tie_or_a_new_subject():
                                     "Tiger.", confidence=0.9, extractor="llm")]
     kept = check_candidates(llm_found, exchange)
     assert [(c.extractor, subject_key(c.subject)) for c in kept] == [
-        ("llm", "cat name"), ("rules", "love jazz")]
+        ("llm", "cat name"), ("rules", "opinion of jazz")]
+
+
+def persona_extractor(messages) -> str:
+    """The 0.5B on persona's preferences, as the scaling grid's journals show it (persona 32k,
+    seed 0): the prompt example's subject "opinion of X" for a liking and for a change of mind."""
+    text = messages[-1].content
+    if "changed my mind" in text:
+        content = "Since February 26 the user dislikes city breaks because it became too expensive."
+    else:
+        content = "The user really likes city breaks because it is easy on my budget."
+    return json.dumps({"candidates": [{"subject": "opinion of city breaks", "content": content,
+                                       "confidence": 0.9}]})
+
+
+def test_a_change_of_mind_supersedes_the_liking_the_rules_also_kept(tmp_path):
+    """Before 2026-12-04 the rule extractor kept "I really like city breaks because ..." under
+    the subject "like city breaks because it", which the change of mind ("opinion of city
+    breaks") never superseded: persona's recall then showed both preferences, and the 1.5B
+    picked the older one (scaling grid, persona hybrid 32k seed 0: 23 of 30 memory blocks)."""
+    memory = MEMORIES.create("hybrid", scope=Scope(user_id="u"),
+                             llm=FakeLLM([persona_extractor]), embedder=HashingEmbedder(),
+                             workdir=tmp_path)
+    memory.observe(Exchange(user="I really like city breaks because it is easy on my budget.",
+                            assistant="Noted.", turn_number=1))
+    memory.observe(Exchange(user="I've changed my mind about city breaks: since February 26 I "
+                            "dislike it because it became too expensive.", assistant="Noted.",
+                            turn_number=2))
+    current = [f.content for f in memory.facts.all() if f.current]
+    assert current == ["Since February 26 the user dislikes city breaks because it became too "
+                       "expensive."]
+    recalled = [i.text for i in memory.recall("What do I think of city breaks?").items
+                if i.kind == "fact"]
+    assert recalled and not any("really like" in text for text in recalled)
+    memory.close()
+
+
+def test_a_liking_of_a_pronoun_is_no_rule_fact():
+    found = check_candidates([], Exchange(user="I love it when the trains run on time. I like "
+                                          "to swim in the sea, since it is cold.",
+                                          assistant="ok", turn_number=1))
+    assert [(subject_key(c.subject), c.content) for c in found] == [
+        ("opinion of swim in sea", "The user said: I like to swim in the sea, since it is cold.")]
 
 
 def noisy_extractor(messages) -> str:

@@ -67,6 +67,10 @@ _MY_X_IS = re.compile(r"\bmy ([a-z][a-z' -]{1,40}?) (?:is|are|was|=) ([^.?!;\n]{
                       re.IGNORECASE)
 _I_VERB = re.compile(r"\bi (?:really )?(live|work|like|love|prefer|hate|study|am allergic to)"
                      r" (?:in |at |as )?([^.?!;,\n]{1,80})", re.IGNORECASE)
+# where the thing liked ends and the reason begins ("city breaks because it is cheap")
+_REASON = re.compile(r"\s(?:because|since|as|when|while|but|so|though|although|if|for)\s|\s-+\s",
+                     re.IGNORECASE)
+_PRONOUNS = {"it", "this", "that", "them", "these", "those", "him", "her", "you", "one"}
 _SPELLING = {"favorite": "favourite", "color": "colour", "colors": "colours"}
 _SUBJECT_STOP = {"the", "a", "an", "user", "users", "s", "my", "actually", "now", "current"}
 _COPULA = re.compile(r"\s(?:is|are|was|were|=)\s")
@@ -127,8 +131,21 @@ def content_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _FILLER_WORDS}
 
 
+def opinion_subject(value: str) -> str | None:
+    """The subject of a stated liking ("I like Y because ..."): "opinion of Y", the attribute
+    the extraction prompt names for a change of mind, so a later "since May I dislike Y"
+    supersedes it. Y ends before its reason; None when Y is a pronoun ("I love it")."""
+    thing = _REASON.split(value, maxsplit=1)[0].strip(" '\"")
+    thing = re.sub(r"^to\s+", "", thing, flags=re.IGNORECASE)
+    if not thing or thing.lower() in _PRONOUNS:
+        return None
+    return f"opinion of {thing}"
+
+
 def rule_based_candidates(exchange: Exchange, confidence: float = 0.75) -> list[PromotionCandidate]:
-    """First-person statements of the user ("my X is Y", "I live in Y", "I like Y")."""
+    """First-person statements of the user ("my X is Y", "I live in Y", "I like Y"); a liking's
+    subject is ``opinion_subject``'s (before 2026-12-04 it was the whole clause, "like city
+    breaks because it", which no change of mind superseded)."""
     found = []
     for subject, value in _MY_X_IS.findall(exchange.user):
         found.append(PromotionCandidate(subject=subject, content=f"The user's {subject} is "
@@ -136,11 +153,23 @@ def rule_based_candidates(exchange: Exchange, confidence: float = 0.75) -> list[
                                         extractor="rules"))
     for match in _I_VERB.finditer(exchange.user):
         verb, value = match.group(1).lower(), match.group(2).strip()
-        subject = verb if verb in {"live", "work", "study"} else f"{verb} {value}"
+        subject = verb if verb in {"live", "work", "study"} else opinion_subject(value)
+        if subject is None:
+            continue
         found.append(PromotionCandidate(subject=subject, content=f"The user said: "
-                                        f"{match.group(0).strip()}.", confidence=confidence,
-                                        extractor="rules"))
+                                        f"{_sentence_at(exchange.user, match.start())}",
+                                        confidence=confidence, extractor="rules"))
     return found
+
+
+def _sentence_at(text: str, position: int) -> str:
+    """The whole sentence of ``text`` around ``position`` (its date and reason with it: "since
+    March 20 I really like jazz records because ..."), ending in its punctuation."""
+    for sentence in _SENTENCE.finditer(text):
+        if sentence.start() <= position < sentence.end():
+            found = sentence.group(0).strip()
+            return found if found[-1] in ".?!" else f"{found}."
+    return f"{text.strip()}."
 
 
 def check_candidates(llm_found: list[PromotionCandidate],
