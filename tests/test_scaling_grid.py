@@ -94,6 +94,20 @@ def test_suite_seeds_replace_the_grids_seeds_for_that_suite_only():
     assert len(cells) == 8 * (4 * 2 + 3 * 3)
 
 
+def test_the_seeds_option_replaces_the_answered_seeds_of_every_suite(capsys):
+    """`memlab grid --spec scaling --seeds 5` used to leave LTM at seeds 0 and 1: the spec's
+    own LTM seeds won over the option."""
+    assert cli.main(["grid", "--spec", "scaling", "--conditions", "rag", "--seeds", "5",
+                     "--plan"]) == 0
+    args = cli.build_parser()[0].parse_args(["grid", "--spec", "scaling", "--conditions", "rag",
+                                          "--seeds", "5"])
+    from memlab.cli.runs import _grid_cells
+    _, cells = _grid_cells(args, "scaling")
+    assert {(c.suite, c.seed, c.answered) for c in cells} == {
+        ("ltm", 5, None), ("ltm", 1, 0), ("persona", 5, 30), ("persona", 2, 0)}
+    assert "grid scaling: 14 cells" in capsys.readouterr().out
+
+
 def test_suite_seeds_of_an_unknown_suite_is_refused_by_name():
     from memlab.errors import ConfigError
     from memlab.gridspec import validate_spec

@@ -127,7 +127,8 @@ def register(commands) -> dict:
                            "measured for them); run nothing")
     grid.add_argument("--conditions", help="comma-separated subset of the spec's conditions")
     grid.add_argument("--suites", help=f"comma-separated subset of: {names(SUITES)}")
-    grid.add_argument("--seeds", help="comma-separated seeds replacing the spec's")
+    grid.add_argument("--seeds", help="comma-separated seeds replacing the spec's answered "
+                      "seeds (its evidence-only seeds stay; --plan lists the cells)")
     grid.add_argument("--results", default=None, help="results folder (default results/<spec>)")
     add_published_options(grid)
     add_model_options(grid)
@@ -226,6 +227,9 @@ def _grid_cells(args: argparse.Namespace, spec_name: str):
     update = {"conditions": split(getattr(args, "conditions", None)),
               "suites": split(getattr(args, "suites", None)),
               "seeds": split(getattr(args, "seeds", None), int, "--seeds")}
+    if update["seeds"]:  # the answered seeds everywhere, a suite's own included
+        update["suite_seeds"] = {suite: own | ({"seeds": update["seeds"]} if "seeds" in own else {})
+                                 for suite, own in spec.suite_seeds.items()}
     spec = grid.validate_spec(spec.model_dump() | {k: v for k, v in update.items() if v},
                               spec.name)
     spec = with_published(spec, {"locomo": getattr(args, "locomo", None),
