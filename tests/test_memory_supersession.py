@@ -23,6 +23,9 @@ from memlab.memory.hybrid_facts import DistilledFact, DistilledFactStore
     ("the user\u2019s home city", "home city"),
     ("blue is my favourite colour these days", "favourite colour these days"),
     ("is", "is"),  # nothing before the copula: keep the words
+    ("opinion of city breaks", "city breaks"),  # an attitude's frame goes
+    ("The user's feelings about jazz records", "jazz records"),
+    ("opinion", "opinion"),
 ])
 def test_subject_key_normalises_sentences_possessives_and_spelling(raw, key):
     assert subject_key(raw) == key
@@ -85,29 +88,33 @@ def test_check_keeps_a_grounded_llm_candidate_on_a_tie_or_a_new_subject():
                                     "Tiger.", confidence=0.9, extractor="llm")]
     kept = check_candidates(llm_found, exchange)
     assert [(c.extractor, subject_key(c.subject)) for c in kept] == [
-        ("llm", "cat name"), ("rules", "opinion of jazz")]
+        ("llm", "cat name"), ("rules", "jazz")]
 
 
-def persona_extractor(messages) -> str:
-    """The 0.5B on persona's preferences, as the scaling grid's journals show it (persona 32k,
-    seed 0): the prompt example's subject "opinion of X" for a liking and for a change of mind."""
-    text = messages[-1].content
-    if "changed my mind" in text:
-        content = "Since February 26 the user dislikes city breaks because it became too expensive."
-    else:
-        content = "The user really likes city breaks because it is easy on my budget."
-    return json.dumps({"candidates": [{"subject": "opinion of city breaks", "content": content,
-                                       "confidence": 0.9}]})
+def persona_extractor(subject: str):
+    """The 0.5B on persona's preferences, as the scaling grid's stores show it: the prompt
+    example's subject "opinion of X" (persona 32k, seed 0) or the bare "X" (persona 4k, seed 0),
+    for a liking and for its change of mind."""
+    def reply(messages) -> str:
+        if "changed my mind" in messages[-1].content:
+            content = ("Since February 26 the user dislikes city breaks because it became too "
+                       "expensive.")
+        else:
+            content = "The user really likes city breaks because it is easy on my budget."
+        return json.dumps({"candidates": [{"subject": subject, "content": content,
+                                           "confidence": 0.9}]})
+    return reply
 
 
-def test_a_change_of_mind_supersedes_the_liking_the_rules_also_kept(tmp_path):
+@pytest.mark.parametrize("subject", ["opinion of city breaks", "city breaks"])
+def test_a_change_of_mind_supersedes_the_liking_the_rules_also_kept(tmp_path, subject):
     """Before 2026-12-04 the rule extractor kept "I really like city breaks because ..." under
     the subject "like city breaks because it", which the change of mind ("opinion of city
     breaks") never superseded: persona's recall then showed both preferences, and the 1.5B
     picked the older one (scaling grid, persona hybrid 32k seed 0: 23 of 30 memory blocks)."""
     memory = MEMORIES.create("hybrid", scope=Scope(user_id="u"),
-                             llm=FakeLLM([persona_extractor]), embedder=HashingEmbedder(),
-                             workdir=tmp_path)
+                             llm=FakeLLM([persona_extractor(subject)]),
+                             embedder=HashingEmbedder(), workdir=tmp_path)
     memory.observe(Exchange(user="I really like city breaks because it is easy on my budget.",
                             assistant="Noted.", turn_number=1))
     memory.observe(Exchange(user="I've changed my mind about city breaks: since February 26 I "
@@ -127,7 +134,7 @@ def test_a_liking_of_a_pronoun_is_no_rule_fact():
                                           "to swim in the sea, since it is cold.",
                                           assistant="ok", turn_number=1))
     assert [(subject_key(c.subject), c.content) for c in found] == [
-        ("opinion of swim in sea", "The user said: I like to swim in the sea, since it is cold.")]
+        ("swim in sea", "The user said: I like to swim in the sea, since it is cold.")]
 
 
 def noisy_extractor(messages) -> str:

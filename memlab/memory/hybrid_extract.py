@@ -70,6 +70,9 @@ _I_VERB = re.compile(r"\bi (?:really )?(live|work|like|love|prefer|hate|study|am
 # where the thing liked ends and the reason begins ("city breaks because it is cheap")
 _REASON = re.compile(r"\s(?:because|since|as|when|while|but|so|though|although|if|for)\s|\s-+\s",
                      re.IGNORECASE)
+# "opinion of X", "feelings about X", "preference for X": the subject is X
+_ATTITUDE = re.compile(r"^(?:the user'?s? )?(?:opinions?|views?|feelings?|attitudes?|"
+                       r"preferences?|stances?|thoughts?)\s+(?:of|on|about|for|towards?)\s+(?=\S)")
 _PRONOUNS = {"it", "this", "that", "them", "these", "those", "him", "her", "you", "one"}
 _SPELLING = {"favorite": "favourite", "color": "colour", "colors": "colours"}
 _SUBJECT_STOP = {"the", "a", "an", "user", "users", "s", "my", "actually", "now", "current"}
@@ -116,9 +119,10 @@ def subject_key(subject: str) -> str:
 
     "Favorite Color" -> "favourite colour"; "My favourite colour is now blue" -> "favourite
     colour"; "blue is my favourite colour" -> "favourite colour"; "User's daughter's name" ->
-    "daughter name".
+    "daughter name". An attitude's frame goes: "opinion of city breaks" and "city breaks" are
+    one subject (the 0.5B writes either for the same liking, and the rules write the first).
     """
-    text = subject.lower().replace("\u2019", "'")
+    text = _ATTITUDE.sub("", subject.lower().replace("\u2019", "'").strip())
     head, *tail = _COPULA.split(f" {text} ", maxsplit=1)
     if tail and tail[0].startswith("my "):  # inverted: "blue is my favourite colour"
         head = tail[0]
@@ -133,8 +137,9 @@ def content_words(text: str) -> set[str]:
 
 def opinion_subject(value: str) -> str | None:
     """The subject of a stated liking ("I like Y because ..."): "opinion of Y", the attribute
-    the extraction prompt names for a change of mind, so a later "since May I dislike Y"
-    supersedes it. Y ends before its reason; None when Y is a pronoun ("I love it")."""
+    the extraction prompt names for a change of mind (``subject_key``: Y), so a later "since May
+    I dislike Y" supersedes it. Y ends before its reason; None when Y is a pronoun ("I love
+    it")."""
     thing = _REASON.split(value, maxsplit=1)[0].strip(" '\"")
     thing = re.sub(r"^to\s+", "", thing, flags=re.IGNORECASE)
     if not thing or thing.lower() in _PRONOUNS:
