@@ -163,3 +163,34 @@ def test_description_does_not_depend_on_whether_events_were_asked_for(tmp_path):
         run_dir = run(spec, suite=PersonaSuite(span=300, seed=1), llm=FakeLLM(),
                       embedder=HashingEmbedder(), results_dir=tmp_path, progress=False)
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "complete"
+
+
+def _small_talk(suite):
+    """The user's sentences of topical small talk (not the openers or the needles)."""
+    events = suite.events()
+    openers = {e.session_id: e.index for e in events if e.metadata.get("turn") == 0}
+    return [e.text for e in events if e.kind == "filler" and e.session_id.startswith("session-")
+            and not e.metadata.get("evidence") and e.index != openers[e.session_id]]
+
+
+def test_varied_small_talk_repeats_little_and_keeps_the_plan_and_questions():
+    repeated = PersonaSuite(span=32000, seed=0, n_topics=5)
+    varied = PersonaSuite(span=32000, seed=0, n_topics=5, chat="varied")
+    said, varied_said = _small_talk(repeated), _small_talk(varied)
+    assert len(set(said)) == 8  # the default: 8 sentences, again and again
+    assert len(set(varied_said)) > 0.5 * len(varied_said) > 500
+    assert max(varied_said.count(s) for s in set(varied_said)) <= 10
+    assert 32000 <= varied.history_tokens <= 34000
+    assert repeated.persona == varied.persona
+    kinds = [sorted(e.test_type for e in s.events() if e.kind == "question")
+             for s in (repeated, varied)]
+    assert kinds[0] == kinds[1]  # the same question types, the same count
+    items = {p.item for p in repeated.plan.prefs}
+    assert not any(item in text for item in items for text in varied_said)
+    assert "chat" not in repeated.describe() and varied.describe()["chat"] == "varied"
+    assert _small_talk(PersonaSuite(span=32000, seed=0, n_topics=5, chat="varied")) == varied_said
+
+
+def test_an_unknown_small_talk_is_refused_by_name():
+    with pytest.raises(ConfigError, match="suite_options.chat.*repeated, varied"):
+        PersonaSuite(span=4000, chat="mixed")

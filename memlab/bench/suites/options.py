@@ -54,3 +54,15 @@ def bool_option(value: Any, option: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"field 'suite_options.{option}': {value!r} must be true or false")
     return value
+
+
+def choice_option(value: Any, option: str, choices: tuple[str, ...]) -> str:
+    """``value`` when it is one of ``choices``.
+
+    Raises:
+        ConfigError: naming the option and the choices (``chat=mixed``).
+    """
+    if value not in choices:
+        raise ConfigError(f"field 'suite_options.{option}': {value!r} must be one of "
+                          f"{', '.join(choices)}")
+    return value

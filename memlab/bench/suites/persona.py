@@ -19,7 +19,7 @@ from typing import Any
 from memlab.bench.base import Response, Suite, SuiteEvent, TestScore
 from memlab.bench.schedule import TokenCounter, estimate_tokens
 from memlab.bench.suites import persona_data as data
-from memlab.bench.suites.options import bool_option, count_option
+from memlab.bench.suites.options import bool_option, choice_option, count_option
 from memlab.bench.suites.persona_questions import build_questions
 from memlab.llm.options import parse_final_answer
 
@@ -96,16 +96,25 @@ class PersonaSuite(PersonaSuiteBase):
             per topic are always generated, so every question type has evidence).
         n_topics: topics the persona talks about (sessions are interleaved across them).
         probes: also generate Table 2 cue-based probes.
+        chat: the small talk between the preferences: ``"repeated"`` (the default; 8
+            exchanges drawn again and again, as every committed persona record has it) or
+            ``"varied"`` (composed from parts, ``persona_data.varied_chat``: 1,088 distinct
+            sentences, from a second generator). The seed's plan (persona, the items and
+            their first stances) is the same; the sessions' lengths follow the tokens, so the
+            later draws (changes of mind, options, their order) differ: a comparison of the
+            two is unpaired.
     """
 
-    options = ("n_topics", "probes")
+    options = ("n_topics", "probes", "chat")
+    CHAT = ("repeated", "varied")
 
     def __init__(self, *, span: int = 32000, seed: int = 0, n_topics: int = 4,
                  count_tokens: TokenCounter | None = None, probes: bool = True,
-                 start: datetime | None = None):
+                 start: datetime | None = None, chat: str = "repeated"):
         self.span, self.seed = span, seed
         self.n_topics = count_option(n_topics, "n_topics")
         self.probes = bool_option(probes, "probes")
+        self.chat = choice_option(chat, "chat", self.CHAT)
         self.count = count_tokens or estimate_tokens
         self.start = start or datetime(2024, 1, 8, 19, 0, 0)
         self._events: list[SuiteEvent] | None = None
@@ -115,13 +124,16 @@ class PersonaSuite(PersonaSuiteBase):
     def describe(self) -> dict[str, Any]:
         self.events()  # history_tokens is known once the history is built: a resumed run
         # compares this description with its manifest before it asks for the events
-        return {"name": self.name, "source": "generated", "span": self.span,
-                "seed": self.seed, "n_topics": self.n_topics, "probes": self.probes,
-                "history_tokens": self.history_tokens}
+        # "chat" only when varied: every persona manifest before it had repeated small talk
+        return ({"name": self.name, "source": "generated", "span": self.span,
+                 "seed": self.seed, "n_topics": self.n_topics, "probes": self.probes,
+                 "history_tokens": self.history_tokens}
+                | ({"chat": self.chat} if self.chat != "repeated" else {}))
 
     def events(self) -> list[SuiteEvent]:
         if self._events is None:
             rng = random.Random(self.seed)
+            self._chat_rng = random.Random(f"persona-chat-{self.seed}")
             self.plan = self._plan(rng)
             history = self._history(rng, self.plan)
             questions = build_questions(rng, self.plan, history, probes=self.probes)
@@ -187,7 +199,9 @@ class PersonaSuite(PersonaSuiteBase):
                 if isinstance(target, _FactRef):
                     plan.facts[topic] = (target.fact, ref)
             else:
-                user, reply = rng.choice(data.CHAT)
+                user, reply = rng.choice(data.CHAT)  # drawn either way: the plan's stream
+                if self.chat == "varied":
+                    user, reply = data.varied_chat(self._chat_rng)
                 self._add(events, user, reply, session, date, topic=topic)
 
     def _needles(self, rng: random.Random, plan: PersonaPlan, topic: str, visit: int,

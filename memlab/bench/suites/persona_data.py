@@ -86,3 +86,66 @@ TOPIC_CHAT = ("Let's talk about {topic} again.", "I've been thinking about {topi
               "Something about {topic} came up today.", "Can we chat about {topic} for a bit?")
 ASSISTANT_ACK = ("Thanks for telling me about that.", "That's good to know.",
                  "I'll keep that in mind.", "Interesting, tell me more if you like.")
+
+# ``chat="varied"``: small talk composed from parts (errands, people, weather, plans): 1,088
+# distinct user sentences where CHAT has 8, none naming a topic's items or reasons.
+# PersonaMem's histories are varied conversation; CHAT repeated at 32k is 1,771 turns of 58
+# sentences, which a retriever never confuses with a preference and a compression copies.
+DAY_PARTS = ("This morning", "Earlier today", "Last night", "Yesterday evening", "Over lunch",
+             "On the way home", "Before work", "This afternoon")
+ERRANDS = ("I fixed the wobbly leg of the kitchen table", "I returned a parcel at the post office",
+           "I finally replaced the hallway light bulb", "I sorted the recycling",
+           "I watered the balcony plants", "I ironed a pile of shirts", "I defrosted the freezer",
+           "I paid the electricity bill", "I picked up a prescription",
+           "I scrubbed the bathroom tiles", "I swapped the winter duvet for a lighter one",
+           "I oiled the squeaky door hinge", "I sewed a button back on my coat",
+           "I emptied the dishwasher", "I tidied the shoe rack", "I took the car through a wash")
+AFTERWARDS = ("and it felt good to tick it off", "which took longer than I expected",
+              "so that's one thing less to worry about", "though I nearly forgot",
+              "and now I'm a bit tired", "and it was oddly satisfying")
+ERRAND_REPLIES = ("Nice to get that done.", "Those small jobs add up.",
+                  "Sounds like a productive day.", "That's the kind of job that's easy to put off.")
+PEOPLE = ("My sister", "A colleague", "My upstairs neighbour", "An old school friend",
+          "My landlord", "The postman", "My cousin", "A friend from work")
+PEOPLE_DID = ("called to ask how I was doing", "sent me a photo of a new kitchen",
+              "asked me to keep an eye on the flat next week", "dropped off a spare key",
+              "told me a long story about a delayed bus", "lent me an umbrella",
+              "asked for help moving a sofa", "asked whether I could lend a drill")
+PAST = ("today", "yesterday", "this morning", "last night")
+PEOPLE_REPLIES = ("It's nice when people stay in touch.", "That sounds thoughtful.",
+                  "How did that go?", "People can surprise you.")
+WEATHER = ("It was windy all day here", "The heating came on for the first time this season",
+           "It drizzled the whole afternoon", "The sun finally came out after lunch",
+           "There was frost on the car windows", "It got dark really early today")
+SO = ("so I stayed in", "so I wore my thickest coat", "so I took the bus instead of walking",
+      "so I opened all the windows")
+WEATHER_REPLIES = ("Weather like that changes the whole day.", "Sounds like a sensible choice.",
+                   "Hopefully tomorrow is calmer.")
+CHORES = ("I need to book a haircut", "I should renew my parking permit",
+          "I want to clear out the garage", "I have to reply to a pile of emails",
+          "I'm meaning to back up my phone", "I ought to call the bank about a card",
+          "I must defrost the freezer again", "I should fix the dripping tap")
+WHEN_NEXT = ("this week", "before Friday", "at some point soon", "tomorrow morning",
+             "over the weekend")
+CHORE_REPLIES = ("A reminder might help.", "Good idea to get it out of the way.",
+                 "One step at a time.")
+
+
+def varied_chat(rng) -> tuple[str, str]:
+    """One small-talk exchange (user, reply) of ``chat="varied"``, drawn with ``rng``: each of
+    the 1,088 sentences about equally likely (a kind is drawn by how many sentences it makes)."""
+    pick = rng.randrange(_VARIED_SENTENCES)
+    if pick < _KIND_SIZES[0]:
+        return (f"{rng.choice(DAY_PARTS)} {rng.choice(ERRANDS)}, {rng.choice(AFTERWARDS)}.",
+                rng.choice(ERRAND_REPLIES))
+    if pick < sum(_KIND_SIZES[:2]):
+        return (f"{rng.choice(PEOPLE)} {rng.choice(PEOPLE_DID)} {rng.choice(PAST)}.",
+                rng.choice(PEOPLE_REPLIES))
+    if pick < sum(_KIND_SIZES[:3]):
+        return f"{rng.choice(WEATHER)}, {rng.choice(SO)}.", rng.choice(WEATHER_REPLIES)
+    return f"{rng.choice(CHORES)} {rng.choice(WHEN_NEXT)}.", rng.choice(CHORE_REPLIES)
+
+
+_KIND_SIZES = (len(DAY_PARTS) * len(ERRANDS) * len(AFTERWARDS), len(PEOPLE) * len(PEOPLE_DID)
+               * len(PAST), len(WEATHER) * len(SO), len(CHORES) * len(WHEN_NEXT))
+_VARIED_SENTENCES = sum(_KIND_SIZES)  # 1,088
