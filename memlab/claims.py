@@ -144,13 +144,12 @@ def _wanted(claim: Claim) -> tuple[tuple[int, ...], tuple]:
 
 def supports(triple: tuple[float, float, float], claim: Claim) -> bool:
     """Whether a table's value, low and high print as the claim's numbers."""
-    decimals, wanted = _wanted(claim)
-    return any(_as_printed(triple, decimals, scale) == wanted for scale in SCALES)
+    return _Tables([triple]).hold(claim)
 
 
 class _Tables:
-    """The committed tables' triples, printed once per claim's decimals and scale (the same
-    test as ``supports``, for every triple at once)."""
+    """Triples of the committed tables, printed once per claim's decimals and scale: a claim
+    is held when one prints as its value, low and high."""
 
     def __init__(self, triples: list[tuple[float, float, float]]):
         self.triples, self.printed = triples, {}

@@ -38,7 +38,8 @@ at its decimals, as they are or as percentages. Those tables are what `memlab re
 reproduces byte for byte, so a claim found there is checkable from the records. A number cited
 from elsewhere on purpose is listed in <records>/{ELSEWHERE} ("page | claim | where it comes
 from"). A count with its interval ("1/8 (2-47%)", "25/40, 62% (47-76)") passes when the interval
-is the Wilson or exact 95% interval of k/n at its decimals. Exits 1 naming each claim in neither (and each listed one no page cites any more)."""
+is the Wilson or exact 95% interval of k/n at its decimals. Exits 1 naming each claim in
+neither (and each listed one no page cites any more)."""
 
 
 def register(commands) -> dict:
