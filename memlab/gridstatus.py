@@ -39,7 +39,12 @@ from memlab.bench.spec import RunSpec
 from memlab.errors import ConfigError
 from memlab.report.peers import memory_seconds
 
-State = Literal["complete", "running", "stopped", "failed", "not started", "other run"]
+# "recorded": a run that finished (its manifest says complete) but was not scored in this folder,
+# as in ``records/<grid>``, which keeps the three files a replay scores from
+State = Literal["complete", "recorded", "running", "stopped", "failed", "not started",
+                "other run"]
+STATES: tuple[State, ...] = ("complete", "recorded", "running", "stopped", "failed",
+                             "not started", "other run")
 RateSource = Literal["run", "grid", "other grid"]
 # what a measured second is counted per: any turn, a question turn, a character of stored text
 Part = Literal["turn", "question", "char"]
@@ -126,6 +131,8 @@ def _state(cell: RunSpec, run_dir: Path, recorded: Recorded | None) -> State:
         return "running"
     if is_complete(run_dir, cell):
         return "complete"
+    if recorded.manifest.get("status") == "complete":
+        return "recorded"
     return "failed" if recorded.manifest.get("status") == "failed" else "stopped"
 
 
@@ -286,7 +293,7 @@ def grid_status(cells: list[RunSpec], results_dir: str | Path, *,
         ours = run if state != "other run" else None
         done = ours.turns if ours else 0
         total = (ours.planned if ours else None) or planned.get(events_key(cell.identity()))
-        finished = state == "complete" or (total is not None and done >= total)
+        finished = state in ("complete", "recorded") or (total is not None and done >= total)
         # a stopped run with every turn done only scores
         left, rate, source = (0.0, None, None) if finished else seconds_left(
             cell, ours, total, shapes.get(events_key(cell.identity())), pools, min_turns)
@@ -298,8 +305,7 @@ def grid_status(cells: list[RunSpec], results_dir: str | Path, *,
 
 def format_status(name: str, results_dir: str | Path, status: list[CellStatus]) -> str:
     """The status as the command prints it: a line a cell, then the model time left."""
-    states = ("complete", "running", "stopped", "failed", "not started", "other run")
-    counts = ", ".join(f"{sum(s.state == k for s in status)} {k}" for k in states
+    counts = ", ".join(f"{sum(s.state == k for s in status)} {k}" for k in STATES
                        if any(s.state == k for s in status))
     width = max([len(s.run_id) for s in status] + [4])
     lines = [f"grid {name} in {results_dir}: {len(status)} cells; {counts}"
@@ -322,6 +328,9 @@ def format_status(name: str, results_dir: str | Path, status: list[CellStatus]) 
     if any(s.rate_from == "other grid" for s in status):
         lines.append(f"  * measured in another grid's runs of the condition on the same models "
                      f"(beside {results_dir})")
+    if any(s.state == "recorded" for s in status):
+        lines.append("  recorded: a finished run not scored in this folder (a grid's records); "
+                     f"`memlab replay {results_dir}` scores it")
     for s in status:
         if s.state == "other run":
             lines.append(f"  {s.run_id}: its folder holds a run of another spec; the grid will "

@@ -139,6 +139,22 @@ def test_a_stopped_run_with_every_turn_done_needs_no_model_time(tmp_path):
     assert (status.turns_done, status.seconds_left) == (EVENTS - 1, None)
 
 
+def test_a_finished_run_kept_without_its_scores_is_recorded_not_stopped(tmp_path):
+    """A grid's records keep a finished run's manifest, turns and calls and leave the scoring
+    to a replay: its status says so, with nothing left to run, and names the command."""
+    grid = tmp_path / "records"
+    run_dir = _run(grid, "rag")
+    cell = tiny_spec(TinySuite(), "rag", seed=0)
+    assert grid_status([cell], grid)[0].state == "complete"
+    (run_dir / "scores.jsonl").unlink()
+    (status,) = grid_status([cell], grid)
+    assert (status.state, status.turns_done, status.seconds_left) == ("recorded", EVENTS, 0.0)
+    text = format_status("tiny", grid, [status])
+    assert "1 cells; 1 recorded" in text and f"memlab replay {grid}` scores it" in text
+    _edit_manifest(run_dir, status="running")  # a run killed before it finished
+    assert grid_status([cell], grid)[0].state == "stopped"
+
+
 def test_grid_status_prints_and_runs_nothing(tmp_path, capsys):
     from memlab import cli
 

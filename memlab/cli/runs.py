@@ -122,7 +122,7 @@ def register(commands) -> dict:
                            "paired difference the grid detects, and run nothing")
     grid.add_argument("--status", action="store_true",
                       help="print each cell's state in the results folder (complete, running, "
-                           "stopped, failed, not started), its turns done of planned and the "
+                           "recorded, stopped, failed, not started), its turns done of planned and the "
                            "model time left (its question turns and stored text at the seconds "
                            "measured for them); run nothing")
     grid.add_argument("--conditions", help="comma-separated subset of the spec's conditions")
