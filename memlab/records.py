@@ -8,8 +8,8 @@ them writes, committed.
 A replay copies the three files of each cell into ``<out>/runs/``, scores every cell from its
 recorded turns (``runner.score_turns``: the suite rebuilt from the manifest's spec, the turns
 checked against its events, a judged test's calls answered from the cell's own journal with
-``replay_only``: a call it does not hold stops the replay with ``LiveCallError``, so no model is
-ever called) and writes the paper's tables (and figures) from them (``report.write_paper``) into
+``replay_only``: each by the entry of its exact request, never by position, and a call it does
+not hold stops the replay with ``LiveCallError``, so no model is ever called) and writes the paper's tables (and figures) from them (``report.write_paper``) into
 ``<out>/figures/``. ``first_difference`` compares the tables written with the committed ones,
 byte for byte.
 

@@ -9,6 +9,7 @@ import pytest
 from test_runner import TinySuite, comparable, fake_reply, run, scripted_factory
 
 from memlab.bench.runlog import CallJournal, JsonlWriter, read_jsonl
+from memlab.errors import LiveCallError
 from memlab.llm.base import Completion, Message
 from memlab.llm.fake import FakeLLM
 
@@ -96,3 +97,37 @@ def test_resume_of_a_run_whose_journals_end_in_nul_bytes(tmp_path, caplog):
     assert f"{part / 'turns.jsonl'}: torn tail of 4096 bytes" in caplog.text
     assert f"byte offset {len(b''.join(calls[:3]))}" in caplog.text
     assert read_jsonl(part / "scores.jsonl") == read_jsonl(full / "scores.jsonl")
+
+
+def _asked(text: str) -> list[Message]:
+    return [Message(role="user", content=text)]
+
+
+def _verdict(text: str) -> Completion:
+    return Completion(text=text, prompt_tokens=1, completion_tokens=1, latency_s=0.0, model="m")
+
+
+def test_a_replay_answers_a_call_by_its_exact_request_never_by_position(tmp_path):
+    """A resume replays a call by its position (a memory's recall may word the prompt anew); a
+    replay of records re-asks a scorer's fixed prompts, so a scorer asking one call fewer must
+    not read the next call's recorded verdict as its own."""
+    path = tmp_path / "calls.jsonl"
+    journal = CallJournal(path, fsync=False)
+    journal.begin_step("score")
+    for text, verdict in (("blank answer?", "yes"), ("right answer?", "no")):
+        assert journal.get("fake", "m", _asked(text), {"t": 0}) is None  # asked, then paid
+        journal.put("fake", "m", _asked(text), {"t": 0}, _verdict(verdict))
+    journal.close()
+
+    resume = CallJournal(path, fsync=False)
+    resume.begin_step("score")
+    assert resume.get("fake", "m", _asked("reworded?"), {"t": 0}).text == "yes"  # position 0
+    assert resume.mismatched == 1
+
+    replay = CallJournal(path, fsync=False, replay_only=True)
+    replay.begin_step("score")
+    assert replay.get("fake", "m", _asked("right answer?"), {"t": 0}).text == "no"
+    assert replay.get("fake", "m", _asked("blank answer?"), {"t": 0}).text == "yes"
+    assert replay.mismatched == 0
+    with pytest.raises(LiveCallError, match="does not hold"):
+        replay.get("fake", "m", _asked("reworded?"), {"t": 0})

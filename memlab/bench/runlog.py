@@ -314,7 +314,10 @@ class CallJournal:
     A call that failed (``note_failure``) is journaled with its ``error`` and never played
     back: a resume retries it (``memlab.bench.failures`` cuts the run there).
 
-    With ``replay_only`` (a replay of committed records, ``memlab.records``) a call the journal
+    With ``replay_only`` (a replay of committed records, ``memlab.records``) a call is answered
+    only by an entry of its exact request, never by position: a replay re-asks a scorer's
+    deterministic prompts, and a verdict recorded for another prompt (a scorer that now asks
+    one call fewer, or words a prompt otherwise) would be read as this one's. A call the journal
     does not hold raises ``LiveCallError`` instead of reaching the response cache or the model,
     and nothing is appended to the file.
 
@@ -419,7 +422,7 @@ class CallJournal:
     def _take(self, key: str, shape: str) -> dict[str, Any] | None:
         slot = (self.step, self._ordinal)
         self._ordinal += 1
-        entry = self._by_slot.get(slot)
+        entry = None if self.replay_only else self._by_slot.get(slot)
         if entry is None or entry["n"] in self._used or entry.get("shape") != shape:
             entry = next((e for e in self._by_key.get(key, ()) if e["n"] not in self._used), None)
         if entry is None:
