@@ -132,6 +132,17 @@ def test_llm_judged_types_use_the_llm_layer():
         SCORERS["restaurant"](["q"], ["a"], ["e"])  # ChapterBreak is scored by rule (issue 42)
 
 
+def test_a_blank_answer_is_no_without_asking_the_judge():
+    """The 1.5B judge says yes to an empty answer "making reference to" a trigger's sentence;
+    nothing said refers to nothing, so a blank answer is scored no and the judge not asked."""
+    judge = FakeLLM(["yes"])
+    result = SCORERS["restaurant"](["q1", "q2"], [" \n", "a2"], ["e1", "e2"], client=judge)
+    assert result.score == 0.5 and judge.calls == 1
+    assert result.reasoning[0] == "No answer for expected 'e1'."
+    trigger = SCORERS["trigger_response"](["Cook?"], [""], ["bon appetit"], client=FakeLLM(["yes"]))
+    assert trigger.score == 0
+
+
 def test_unknown_type_is_rejected():
     with pytest.raises(ConfigError, match="field 'types'"):
         LTMSuite(types=["restaurant"])

@@ -163,6 +163,9 @@ def llm_judge(client: Any, questions: list[str], responses: list[str],
     """
     score, reasons = 0, []
     for question, answer, exp in zip(questions, responses, expected, strict=False):
+        if not answer.strip():  # nothing said refers to nothing (the 1.5B judge says yes)
+            reasons.append(f"No answer for expected {exp!r}.")
+            continue
         prompt = JUDGE_PROMPT.format(question=question, expected=exp, answer=answer)
         reply = client.complete([{"role": "user", "content": prompt}], max_tokens=4,
                                 choices=["yes", "no"]).text

@@ -355,6 +355,9 @@ SCORER_VERSIONS: dict[str, dict[str, Scorer]] = {"current": SCORERS,
 # (``LTMSuite.describe()["scorers"]``, part of the run identity). Bump the revision whenever a
 # scorer of this set changes what it scores, so a run folder scored the old way is refused, never
 # resumed or mixed with new scores. Revision 1: Colours by whole word, ChapterBreak by rule.
+# A blank answer judged no without asking the judge (``scoring.llm_judge``, 2026-12-04) kept
+# revision 1: every blank reply in the committed records and the scaling grid's cells (2,561)
+# was a question of an unanswered test, which no table reads, and every table replayed the same.
 RUN_SCORERS = "strict"
 RUN_SCORERS_REVISION = 1
 
