@@ -69,6 +69,8 @@ SPEC_OK = "name: mine\nspans: {ltm: [200]}\nconditions: [vanilla]\nsuites: [ltm]
 
 # (id, setup, argv, environment, exit status, words the one line must hold)
 CASES = [
+    ("option_another_command_has", nothing, [*RUN, "--results", "out"], {}, 2,
+     ["memlab run: error: unrecognized arguments: --results out", "memlab run --help"]),
     ("out_is_a_file", write("afile", "x"), [*RUN, "--out", "afile"], {}, 2,
      ["'afile' is a file", "give a folder"]),
     ("out_below_a_file", write("afile", "x"), [*RUN, "--out", "afile/sub"], {}, 2,

@@ -83,7 +83,10 @@ def stdout_gone() -> bool:
 
 def _main(argv: list[str] | None) -> int:
     parser, handlers = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser, which names its --help
+        command_parser(parser, args.command).error(
+            f"unrecognized arguments: {' '.join(extra)}")
     try:
         return handlers[args.command](args)
     except (ConfigError, MissingDependencyError, FileNotFoundError) as exc:
@@ -100,6 +103,12 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt as exc:  # grid.GridInterrupted says what is kept
         print(f"memlab {args.command}: {exc or 'interrupted'}", file=sys.stderr)
         return 130
+
+
+def command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of one sub-command of ``parser``."""
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return subparsers.choices[command]
 
 
 def os_error_line(exc: OSError) -> str:
