@@ -82,10 +82,14 @@ def test_current_is_the_default_and_an_unknown_version_is_named():
 def test_a_trigger_reply_the_rule_rejects_goes_to_the_judge_when_given():
     from memlab.llm.fake import FakeLLM
 
-    judge = FakeLLM(["yes"])
-    judged = SCORERS["trigger_response"](["Achoo!"], ["Bless you, take a handkerchief."],
+    judge = FakeLLM(["yes", "yes"])
+    judged = SCORERS["trigger_response"](["Achoo!"], ["Bless you, take a tissue."],
                                          ["Here is a tissue for you"], client=judge)
     assert judged.score == 1 and len(judge.history) == 1
+    # the agreed sentence's words are the evidence a small judge's yes must rest on
+    overruled = SCORERS["trigger_response"](["Achoo!"], ["Bless you, take a handkerchief."],
+                                            ["Here is a tissue for you"], client=judge)
+    assert overruled.score == 0 and len(judge.history) == 2
 
 
 @pytest.mark.skipif(not PUBLISHED_1K.is_dir(), reason="published GoodAI 1k results not found")

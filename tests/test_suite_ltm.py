@@ -143,6 +143,31 @@ def test_a_blank_answer_is_no_without_asking_the_judge():
     assert trigger.score == 0
 
 
+def test_a_judged_trigger_reply_counts_only_with_half_the_sentences_words():
+    """The judge's yes to a reply the rule rejects counts when the reply holds half the agreed
+    sentence's content words beyond the question's; the 1.5B judge said yes to "Noted.", to
+    sympathy about the rain and to a "warm up" for "Put on a warm jumper and make some cocoa"."""
+    scorer = SCORERS["trigger_response"]
+    questions = ["What should I cook tonight?", "Ugh, it is raining again.", "I am freezing.",
+                 "I am freezing."]
+    replies = ["A vegetable omelette.", "I'm sorry to hear that it's raining again.",
+               "Is there anything you can do to warm up?", "Noted."]
+    sentences = ["How about a vegetable omelette", "Rainy days are perfect for reading",
+                 "Put on a warm jumper and make some cocoa",
+                 "Put on a warm jumper and make some cocoa"]
+    judge = FakeLLM(["yes"] * 4)
+    result = scorer(questions, replies, sentences, client=judge)
+    assert judge.calls == 4 and result.judge == "llm"
+    assert result.score == 0.25
+    assert [("Overruled" in note) for note in result.reasoning] == [False, True, True, True]
+    assert "holds 1 of the 6 content words" in result.reasoning[2]
+    no = scorer(questions[:1], replies[:1], sentences[:1], client=FakeLLM(["no"]))
+    assert no.score == 0  # the words alone are not a yes
+    ruled = scorer(questions[:1], ["How about a vegetable omelette?"], sentences[:1],
+                   client=FakeLLM([]))
+    assert ruled.score == 1 and ruled.judge == "rule"  # the rule decided; no judge asked
+
+
 def test_unknown_type_is_rejected():
     with pytest.raises(ConfigError, match="field 'types'"):
         LTMSuite(types=["restaurant"])

@@ -206,18 +206,25 @@ def score_trigger_response_current(questions: list[str], responses: list[str],
                                    expected: list[Any], *, client: Any = None, **_: Any):
     """GoodAI's current rule per trigger: the sentence in the reply once both are lower-cased
     without punctuation, or ROUGE-L above 0.75; a reply the rule rejects goes to the LLM judge
-    when ``client`` is given (GoodAI asks GPT), else it scores 0."""
+    when ``client`` is given (GoodAI asks GPT), whose yes counts when the reply holds at least
+    half the sentence's content words beyond the question's (``judged_reference``), else it
+    scores 0."""
     _need_triggers(expected)
-    hits, notes = 0, []
+    hits, notes, asked = 0, [], False
     for question, reply, sentence in zip(questions, responses, expected, strict=False):
         want, got = normalise(str(sentence)), normalise(reply)
         ok = want in got or rouge_l(want, got) > TRIGGER_ROUGE_THRESHOLD
-        if not ok and client is not None:
-            ok = llm_judge(client, [question], [reply], [sentence]).score > 0
+        if ok:
+            notes.append(f"'{sentence}' is in the response.")
+        elif client is None:
+            notes.append(f"'{sentence}' is not in the response. (GoodAI would ask a GPT judge)")
+        else:
+            ok, reasons = judged_reference(client, question, reply, sentence, share=0.5)
+            notes.append(f"'{sentence}' is not in the response. {' '.join(reasons)}")
+            asked = True
         hits += int(ok)
-        judge = "" if ok or client is not None else " (GoodAI would ask a GPT judge)"
-        notes.append(f"'{sentence}' is {'' if ok else 'not '}in the response.{judge}")
-    return Judgement(score=hits / len(expected), reasoning=notes)
+    return Judgement(score=hits / len(expected), reasoning=notes,
+                     judge="llm" if asked else "rule")
 
 
 def score_spy_meeting(questions: list[str], responses: list[str], expected: list[Any], *,
@@ -265,6 +272,25 @@ def joke_words(text: str) -> set[str]:
             if len(w) > 2 and w not in JOKE_STOP}
 
 
+def judged_reference(client: Any, question: str, reply: str, expected: str, *,
+                     share: float = 0.0) -> tuple[bool, list[str]]:
+    """Whether ``reply`` makes reference to ``expected`` (GoodAI's GPT question, asked of
+    memlab's LLM judge), and the reasons. A judge's yes counts only when the reply holds at
+    least one, and at least ``share``, of the content words of ``expected`` that ``question``
+    does not have: the 1.5B judge says yes to "I told you about the two hours and 32 minutes
+    ago." for a joke about a ladder, to "Noted." for "Put on a warm jumper and make some cocoa",
+    and to "I'm sorry to hear that it's raining again." for "Rainy days are perfect for
+    reading"."""
+    judged = llm_judge(client, [question], [reply], [expected])
+    wanted = joke_words(expected) - joke_words(question)
+    shared = wanted & joke_words(reply)
+    if judged.score and not (shared and len(shared) >= share * len(wanted)):
+        return False, [*judged.reasoning, f"Overruled: the reply holds {len(shared)} of the "
+                       f"{len(wanted)} content words of the expected answer beyond the "
+                       "question's."]
+    return bool(judged.score), judged.reasoning
+
+
 def score_jokes(questions: list[str], responses: list[str], expected: list[Any], *,
                 client: Any = None, **_: Any):
     """The joke told at the asked time: recounted (case and punctuation ignored), or clearly
@@ -279,12 +305,8 @@ def score_jokes(questions: list[str], responses: list[str], expected: list[Any],
     wanted = joke_words(joke)
     shared = wanted & joke_words(reply)
     if client is not None:
-        judged = llm_judge(client, questions[:1], [reply], [joke])
-        if judged.score and not shared - joke_words(questions[0]):
-            return Judgement(score=0, judge="llm", reasoning=[
-                *judged.reasoning, "Overruled: the reply shares no content word with the joke "
-                "beyond the question's."])
-        return judged
+        ok, reasons = judged_reference(client, questions[0], reply, joke)
+        return Judgement(score=int(ok), judge="llm", reasoning=reasons)
     if wanted and len(shared) >= len(wanted) / 2:
         return Judgement(score=1, reasoning=[f"The reply refers to the correct joke ({len(shared)}"
                                              f" of its {len(wanted)} content words)."])
@@ -358,8 +380,10 @@ SCORER_VERSIONS: dict[str, dict[str, Scorer]] = {"current": SCORERS,
 # A blank answer judged no without asking the judge (``scoring.llm_judge``, 2026-12-04) kept
 # revision 1: every blank reply in the committed records and the scaling grid's cells (2,561)
 # was a question of an unanswered test, which no table reads, and every table replayed the same.
+# Revision 2 (2026-12-04): a judge's yes to a trigger reply the rule rejects counts only when the
+# reply holds half the agreed sentence's content words beyond the question's (``judged_reference``).
 RUN_SCORERS = "strict"
-RUN_SCORERS_REVISION = 1
+RUN_SCORERS_REVISION = 2
 
 
 def scorers(version: str = "current") -> dict[str, Scorer]:
