@@ -96,16 +96,17 @@ def test_a_run_whose_window_grows_judges_through_its_own_journal(tmp_path, windo
     scaling grid's full_context cells at LTM 4k and 16k could not be replayed."""
     from memlab.records import _Models, score_cell
 
-    spec = _spec("ltm", "full_context", 4000, answered=0,
+    spec = _spec("ltm", "full_context", 4000, answered=2,  # answered: a blank reply is not judged
                  suite_options={"types": ["jokes"], "examples": 2})
     run_dir = lab.run(spec, tmp_path, progress=False)
     assert len(windows) == 2 and windows[-1] > windows[0]  # built again, larger
     calls = [json.loads(line) for line in (run_dir / "calls.jsonl").read_text().splitlines()]
     scores = [json.loads(line) for line in (run_dir / "scores.jsonl").read_text().splitlines()]
     assert {s["judge"] for s in scores} == {"llm"}
-    assert len(calls) >= len(scores) > 0  # one judge call a question at least, all journaled
+    assert len(calls) > len(scores) > 0  # the answers' calls and the judge's, all journaled
     copy = tmp_path / "copy" / run_dir.name
     copy.mkdir(parents=True)
     for name in ("manifest.json", "turns.jsonl", "calls.jsonl"):
         (copy / name).write_bytes((run_dir / name).read_bytes())
-    assert score_cell(copy, _Models()) == (len(scores), len(calls))
+    judged = sum(reason.startswith("LLM judge") for s in scores for reason in s["reasoning"])
+    assert judged > 0 and score_cell(copy, _Models()) == (len(scores), judged)
