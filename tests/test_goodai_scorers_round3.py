@@ -194,9 +194,34 @@ def test_memlabs_own_runs_use_the_strict_set_and_record_it():
     assert suite.describe()["scorers"] == recorded and ltm_scorers.RUN_SCORERS == "strict"
 
 
-def test_a_run_folder_scored_before_the_strict_set_is_refused(tmp_path):
-    suite = LTMSuite(span=1000, seed=1, types=["colours"], examples=1)
-    old = {k: v for k, v in suite.describe().items() if k != "scorers"}
-    (tmp_path / "manifest.json").write_text(json.dumps({"suite_params": old}))
-    with pytest.raises(ConfigError, match="suite_params.scorers"):
-        check_same_run(tmp_path, {"suite_params": suite.describe()})
+def test_a_run_recorded_under_other_scorers_is_scored_by_these(tmp_path, monkeypatch):
+    """A finished LTM run kept without its scores (a grid's records) under another scorer set
+    (an older revision, or none recorded) is scored by this memlab's from its recorded turns,
+    with no model call, rather than refused; a different parameter is still refused."""
+    from memlab import cli
+    from memlab.bench.runner import is_complete, read_manifest
+
+    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    argv = ["run", "-c", "vanilla", "-s", "ltm", "--span", "200", "--llm", "fake",
+            "--embedder", "hashing", "--out", str(tmp_path / "out")]
+    assert cli.main(argv) == 0
+    run_dir = next((tmp_path / "out").iterdir())
+    turns, calls = (run_dir / "turns.jsonl").read_bytes(), (run_dir / "calls.jsonl").read_bytes()
+    scores = (run_dir / "scores.jsonl").read_text()
+    for stale in ("strict-1", None):
+        manifest = read_manifest(run_dir)
+        params = {k: v for k, v in manifest["suite_params"].items() if k != "scorers"}
+        manifest["suite_params"] = params | ({"scorers": stale} if stale else {})
+        (run_dir / "manifest.json").write_text(json.dumps(manifest))
+        (run_dir / "scores.jsonl").unlink()
+        assert not is_complete(run_dir)
+        check_same_run(run_dir, {"suite_params": LTMSuite(span=200).describe()})  # not refused
+        assert cli.main(argv) == 0
+        assert is_complete(run_dir)
+        assert read_manifest(run_dir)["suite_params"]["scorers"] == ltm_scorers.run_scorers_id()
+        assert (run_dir / "scores.jsonl").read_text() == scores
+        assert (run_dir / "turns.jsonl").read_bytes() == turns
+        assert (run_dir / "calls.jsonl").read_bytes() == calls  # no model call, none journaled
+    other = dict(LTMSuite(span=200).describe()) | {"seed": 7}
+    with pytest.raises(ConfigError, match="suite_params.seed"):  # other parameters still are
+        check_same_run(run_dir, {"suite_params": other})

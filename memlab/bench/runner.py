@@ -143,6 +143,10 @@ def check_same_run(run_dir: Path, expected: dict[str, Any]) -> None:
     manifest = read_manifest(run_dir)
     if not manifest:
         return
+    # the scorers score the recorded turns at the end: a run not scored yet (killed before, or
+    # a grid's records copied without their scores) is scored by this memlab's, not refused
+    params = {k: v for k, v in (expected.get("suite_params") or {}).items() if k != "scorers"}
+    expected = {**expected, "suite_params": params} if "suite_params" in expected else expected
     differs = [f"{key}: recorded {recorded!r}, now {value!r}"
                for key, recorded, value in _differences(manifest, expected)]
     if differs:

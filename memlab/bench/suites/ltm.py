@@ -25,7 +25,7 @@ from memlab.bench.goodai import (
 )
 from memlab.bench.schedule import Schedule, Scheduler, ScriptTest, TokenCounter
 from memlab.bench.suites.ltm_generate import DEFAULT_ARGS, GENERATORS
-from memlab.bench.suites.ltm_scorers import RUN_SCORERS, RUN_SCORERS_REVISION, scorers
+from memlab.bench.suites.ltm_scorers import RUN_SCORERS, run_scorers_id, scorers
 from memlab.bench.suites.options import count_option, list_option
 from memlab.errors import ConfigError
 
@@ -213,7 +213,7 @@ class LTMSuite(Suite):
         return {"name": self.name, "source": self.source, "span": self.span,
                 "examples": self.examples, "seed": self.seed, "types": types,
                 "tests": len(self.tests), "skipped": dict(self.skipped),
-                "scorers": f"{RUN_SCORERS}-{RUN_SCORERS_REVISION}"}
+                "scorers": run_scorers_id()}
 
     # ------------------------------------------------------------ GoodAI results
 

@@ -374,9 +374,12 @@ SCORER_VERSIONS: dict[str, dict[str, Scorer]] = {"current": SCORERS,
                                                  "published": PUBLISHED_SCORERS,
                                                  "strict": STRICT_SCORERS}
 # The set memlab's own LTM runs are scored with, as their manifests record it
-# (``LTMSuite.describe()["scorers"]``, part of the run identity). Bump the revision whenever a
-# scorer of this set changes what it scores, so a run folder scored the old way is refused, never
-# resumed or mixed with new scores. Revision 1: Colours by whole word, ChapterBreak by rule.
+# (``LTMSuite.describe()["scorers"]``). Bump the revision whenever a scorer of this set changes
+# what it scores, so a manifest says which set scored its run. Scores are computed from the
+# recorded turns when a run ends: a run not scored yet (killed before, or records copied without
+# their scores) is scored by the current set, never refused for it (``runner.check_same_run``);
+# a complete run keeps its scores, and committed records are scored anew by ``memlab replay``
+# (``--update`` rewrites their tables). Revision 1: Colours by whole word, ChapterBreak by rule.
 # A blank answer judged no without asking the judge (``scoring.llm_judge``, 2026-12-04) kept
 # revision 1: every blank reply in the committed records and the scaling grid's cells (2,561)
 # was a question of an unanswered test, which no table reads, and every table replayed the same.
@@ -384,6 +387,11 @@ SCORER_VERSIONS: dict[str, dict[str, Scorer]] = {"current": SCORERS,
 # reply holds half the agreed sentence's content words beyond the question's (``judged_reference``).
 RUN_SCORERS = "strict"
 RUN_SCORERS_REVISION = 2
+
+
+def run_scorers_id() -> str:
+    """The scorers memlab's LTM runs are scored with, as a manifest records them."""
+    return f"{RUN_SCORERS}-{RUN_SCORERS_REVISION}"
 
 
 def scorers(version: str = "current") -> dict[str, Scorer]:
