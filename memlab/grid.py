@@ -33,7 +33,7 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm
 
 from memlab.bench.runfolders import check_outside_runs
-from memlab.bench.runner import is_complete
+from memlab.bench.runner import is_complete, read_manifest
 from memlab.bench.spec import RunSpec
 from memlab.config import get_settings
 from memlab.errors import ConfigError, MissingDependencyError
@@ -225,6 +225,19 @@ def _dask_map(task: Callable, cells: list[RunSpec], scheduler: Any) -> Iterator[
     finally:
         if client is not scheduler:
             client.close()
+
+
+def scored_by_others(cells: list[RunSpec], results_dir: str | Path) -> list[str]:
+    """The complete LTM cells of ``cells`` whose scores another scorer set wrote (their
+    manifests' ``suite_params.scorers`` is not ``ltm_scorers.run_scorers_id()``): a grid keeps a
+    complete cell's scores, so their tables would mix two sets. Deleting a cell's scores.jsonl
+    has the next run score its recorded turns again, with no model call."""
+    from memlab.bench.suites.ltm_scorers import run_scorers_id
+
+    now = run_scorers_id()
+    return [c.run_id for c in cells if c.suite == "ltm" and is_complete(c.run_dir(results_dir), c)
+            and (read_manifest(c.run_dir(results_dir)).get("suite_params") or {})
+            .get("scorers") != now]
 
 
 def run_grid(cells: list[RunSpec], results_dir: str | Path, *, notebook: str | Path | None = None,

@@ -134,6 +134,28 @@ def test_complete_cells_are_skipped_without_executing(tmp_path, monkeypatch):
     assert grid.execute_cell(cells[0], str(tmp_path), "unused.ipynb").status == "skipped"
 
 
+def test_complete_ltm_cells_scored_by_another_scorer_set_are_named(tmp_path, capsys,
+                                                                   monkeypatch):
+    """A grid keeps a complete cell's scores; those another LTM scorer set wrote are named after
+    the run, with how to score them anew, so a table that mixes two sets does not pass unseen."""
+    from memlab import cli
+    from memlab.bench.suites.ltm_scorers import run_scorers_id
+
+    cells = TINY.cells()
+    for cell in cells:
+        write_run(tmp_path, cell.condition, "ltm", 0, 300, spec=cell)  # no scorers recorded
+    current = cells[0].run_dir(tmp_path) / "manifest.json"
+    manifest = json.loads(current.read_text())
+    manifest["suite_params"]["scorers"] = run_scorers_id()
+    current.write_text(json.dumps(manifest))
+    assert grid.scored_by_others(cells, tmp_path) == [c.run_id for c in cells[1:]]
+    monkeypatch.setattr("memlab.cli.runs._grid_cells", lambda args, name: (TINY, cells))
+    assert cli.main(["grid", "--results", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "note: 2 complete LTM cell(s) were scored by another scorer set" in out
+    assert cells[1].run_id in out and "delete a cell's scores.jsonl" in out
+
+
 def test_a_complete_run_of_another_cell_is_not_skipped(tmp_path, monkeypatch):
     cell = TINY.cells()[0]
     other = cell.model_copy(update={"suite_options": {"examples": 3}})

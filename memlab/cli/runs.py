@@ -251,6 +251,12 @@ def _run_cells(args: argparse.Namespace, spec, cells, results: Path) -> int:
         if result.status == "failed":
             print(f"  FAILED {result.run_id}: {result.error} (see {result.notebook} and the "
                   "kernel's own output beside it, .kernel.log)")
+    stale = grid.scored_by_others(cells, results)
+    if stale:
+        print(f"  note: {len(stale)} complete LTM cell(s) were scored by another scorer set than "
+              f"this memlab's ({', '.join(stale[:3])}{', ...' if len(stale) > 3 else ''}), so "
+              "their tables mix two sets; delete a cell's scores.jsonl and run again to score "
+              "its recorded turns anew (no model call)")
     return 1 if counts["failed"] else 0
 
 
