@@ -33,7 +33,7 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm
 
 from memlab.bench.runfolders import check_outside_runs
-from memlab.bench.runner import is_complete, read_manifest
+from memlab.bench.runner import is_complete, is_recorded, read_manifest
 from memlab.bench.spec import RunSpec
 from memlab.config import get_settings
 from memlab.errors import ConfigError, MissingDependencyError
@@ -113,6 +113,30 @@ def execute_cell(cell: RunSpec, results_dir: str, notebook: str, kernel_name: st
             return CellResult(run_id=cell.run_id, status="failed", attempts=attempt,
                               seconds=time.perf_counter() - start, notebook=str(output),
                               error=_short_error(exc))
+
+
+def score_recorded_cells(cells: list[RunSpec], results: Path,
+                         progress: bool = True) -> list[CellResult]:
+    """Score the cells of ``cells`` whose folders hold a recorded run of their spec
+    (``runner.is_recorded``: finished, not scored there) in this process, with no model call
+    and no notebook: a grid's committed records copied into ``results`` become complete in
+    seconds a cell, where a notebook's kernel would cost more than the scoring."""
+    from memlab import lab
+
+    todo = [c for c in cells if is_recorded(c.run_dir(results))
+            and read_manifest(c.run_dir(results)).get("spec") == c.identity()]
+    done = []
+    for cell in tqdm(todo, desc="scoring recorded cells", unit="cell", leave=False,
+                     disable=not progress or not todo):
+        start = time.perf_counter()
+        try:
+            lab.run(cell, results, progress=False)
+            done.append(CellResult(run_id=cell.run_id, status="complete", attempts=1,
+                                   seconds=time.perf_counter() - start))
+        except Exception as exc:  # noqa: BLE001 - every failure is reported with its cell
+            done.append(CellResult(run_id=cell.run_id, status="failed", attempts=1,
+                                   seconds=time.perf_counter() - start, error=_short_error(exc)))
+    return done
 
 
 def in_own_event_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -264,9 +288,11 @@ def run_grid(cells: list[RunSpec], results_dir: str | Path, *, notebook: str | P
     task = partial(execute_cell, results_dir=str(results), notebook=str(notebook),
                    kernel_name=kernel_name, retries=retries)
     scheduler = scheduler or get_settings().dask_scheduler
-    todo = by_expected_cost([c for c in cells if not is_complete(c.run_dir(results), c)])
-    done = {c.run_id: CellResult(run_id=c.run_id, status="skipped") for c in cells
-            if c not in todo}
+    scored = {r.run_id: r for r in score_recorded_cells(cells, results, progress)}
+    todo = by_expected_cost([c for c in cells if c.run_id not in scored
+                             and not is_complete(c.run_dir(results), c)])
+    done = scored | {c.run_id: CellResult(run_id=c.run_id, status="skipped") for c in cells
+                     if c not in todo and c.run_id not in scored}
     bar = tqdm(total=len(cells), initial=len(done), desc="grid", unit="cell", leave=False,
                disable=not progress)  # cleared at the end: the command prints the outcome
     stream = (_dask_map(task, todo, scheduler) if scheduler

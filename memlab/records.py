@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memlab.bench.runlog import CallJournal, read_jsonl
-from memlab.bench.runner import read_manifest, write_scores
+from memlab.bench.runner import read_manifest, score_recorded
 from memlab.bench.spec import RunSpec
 from memlab.errors import ConfigError, MemlabError
 
@@ -105,26 +104,6 @@ def copy_records(cells: list[Path], runs: Path) -> list[Path]:
     return copies
 
 
-def check_turns(run_dir: Path, events: list[Any]) -> list[dict[str, Any]]:
-    """The cell's turns, each checked to be the suite's event of its index (same text).
-
-    Raises:
-        ConfigError: a turn the rebuilt suite does not have (the records were made with another
-            suite or version of it).
-    """
-    path = run_dir / "turns.jsonl"
-    turns = read_jsonl(path)
-    if not turns:
-        raise ConfigError(f"{path}: no turn recorded")
-    for number, turn in enumerate(turns, start=1):
-        index = turn.get("index")
-        if not (isinstance(index, int) and 0 <= index < len(events)
-                and events[index].text == turn.get("text")):
-            raise ConfigError(f"{path}: line {number} (turn {index!r}) is not this suite's "
-                              "event of that index: the records are of another suite version")
-    return turns
-
-
 class _Models:
     """The answering models of the cells (loaded once each): their tokenizers rebuild the
     suites, their cache is swapped for each cell's journal."""
@@ -185,24 +164,12 @@ def score_cell(run_dir: Path, models: _Models) -> tuple[int, int]:
     spec = RunSpec.parse(manifest.get("spec") or {}, f"{run_dir / 'manifest.json'} spec")
     spec = data_here(spec, manifest, run_dir / "manifest.json")
     llm = models.get(spec)
-    suite = build_suite(spec, llm)
-    turns = check_turns(run_dir, suite.events())
-    journal_path = run_dir / "calls.jsonl"
-    before, calls = journal_path.read_bytes(), llm.calls
-    journal = CallJournal(journal_path, fsync=False, replay_only=True)
-    journal.begin_step(f"{turns[-1]['phase']}:{turns[-1]['index']}")  # where scoring ran
-    try:
-        with llm.using_cache(journal):
-            lines = write_scores(run_dir, suite)
-    finally:
-        journal.close()
-    if llm.calls != calls or journal_path.read_bytes() != before:
-        raise MemlabError(f"{run_dir}: scoring made a model call; a replay makes none")
+    lines, replayed = score_recorded(run_dir, build_suite(spec, llm), llm)
     recorded = (manifest.get("counts") or {}).get("scores")
     if recorded is not None and recorded != len(lines):
         raise MemlabError(f"{run_dir}: scored {len(lines)} tests, its manifest recorded "
                           f"{recorded}")
-    return len(lines), journal.replayed
+    return len(lines), replayed
 
 
 def replay(records: str | Path, out: str | Path, *, figures: bool = True) -> Replay:

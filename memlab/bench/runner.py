@@ -134,6 +134,80 @@ def is_complete(run_dir: Path, spec: RunSpec | None = None) -> bool:
     return spec is None or manifest.get("spec") == spec.identity()
 
 
+def is_recorded(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a finished run not scored in it: its manifest says complete
+    and it has no scores.jsonl (a grid's records copied without their scores, or a run whose
+    scores were deleted to score it again). Its turns are scored as they are
+    (``score_recorded``), none is run again."""
+    try:
+        manifest = read_manifest(run_dir)
+    except (OSError, ValueError):
+        return False
+    return manifest.get("status") == "complete" and not (Path(run_dir) / "scores.jsonl").exists()
+
+
+def check_turns(run_dir: Path, events: list[SuiteEvent]) -> list[dict[str, Any]]:
+    """The run's recorded turns, each checked to be the suite's event of its index (same text).
+
+    Raises:
+        ConfigError: no turn, or a turn the suite does not have (the records were made with
+            another suite or version of it).
+    """
+    path = Path(run_dir) / "turns.jsonl"
+    turns = read_jsonl(path)
+    if not turns:
+        raise ConfigError(f"{path}: no turn recorded")
+    for number, turn in enumerate(turns, start=1):
+        index = turn.get("index")
+        if not (isinstance(index, int) and 0 <= index < len(events)
+                and events[index].text == turn.get("text")):
+            raise ConfigError(f"{path}: line {number} (turn {index!r}) is not this suite's "
+                              "event of that index: the records are of another suite version")
+    return turns
+
+
+def score_recorded(run_dir: Path, suite: Suite, llm: Any) -> tuple[list[dict[str, Any]], int]:
+    """Score a finished run's recorded turns into its scores.jsonl with no model call: a
+    judged test's call is answered by the run's own journal (calls.jsonl), by its exact prompt;
+    ``(the scores.jsonl lines, judge calls the journal answered)``.
+
+    Raises:
+        ConfigError: a turn that is not ``suite``'s (``check_turns``).
+        LiveCallError: a judged test asked for a call the journal does not hold.
+        MemlabError: a model call was made all the same, or the journal changed.
+    """
+    turns = check_turns(run_dir, suite.events())
+    journal_path = Path(run_dir) / "calls.jsonl"
+    before, calls = journal_path.read_bytes(), llm.calls
+    journal = CallJournal(journal_path, fsync=False, replay_only=True)
+    journal.begin_step(f"{turns[-1]['phase']}:{turns[-1]['index']}")  # where scoring ran
+    try:
+        with llm.using_cache(journal):
+            lines = write_scores(run_dir, suite)
+    finally:
+        journal.close()
+    if llm.calls != calls or journal_path.read_bytes() != before:
+        raise MemlabError(f"{run_dir}: scoring made a model call; scoring recorded turns "
+                          "makes none")
+    return lines, journal.replayed
+
+
+def _score_recorded_run(run_dir: Path, suite: Suite, llm: Any,
+                        identity: dict[str, Any]) -> None:
+    """Score a recorded run (``is_recorded``) in place; its manifest then names the scorers
+    that scored it (``suite_params``: ``check_same_run`` found the rest the same) and their
+    count. A run whose scoring fails keeps no scores.jsonl and is left as it was."""
+    try:
+        lines, _ = score_recorded(run_dir, suite, llm)
+    except BaseException:
+        (Path(run_dir) / "scores.jsonl").unlink(missing_ok=True)
+        raise
+    manifest = read_manifest(run_dir)
+    manifest["suite_params"] = identity["suite_params"]
+    manifest.setdefault("counts", {})["scores"] = len(lines)
+    write_json_atomic(Path(run_dir) / "manifest.json", manifest)
+
+
 def check_same_run(run_dir: Path, expected: dict[str, Any]) -> None:
     """Raise ConfigError when ``run_dir`` already holds a run with other parameters.
 
@@ -230,7 +304,9 @@ def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
     claim_run_folder(run_dir)  # outside other runs; never a folder of the user's files
     with run_lock(run_dir):  # one writer; RunLockedError names the other
         check_same_run(run_dir, identity)  # it may have finished while we waited to look
-        if not is_complete(run_dir):
+        if is_recorded(run_dir):
+            _score_recorded_run(run_dir, suite, llm, identity)
+        elif not is_complete(run_dir):
             try:
                 _run_locked(spec, suite, run_dir, llm=llm, memory_llm=memory_llm,
                             embedder=embedder, factory=agent_factory or default_agent_factory,
