@@ -47,9 +47,11 @@ persona 4k) and the prefix-reuse measurements after issue 41 (docs/efficiency.md
   grows with them, and a memory that reads each turn pays for its tokens: each token a stored
   turn has above 17.7 adds ``PROMPT_PER_TURN_TOKEN`` prompt tokens to an answer and scales the
   ``TOKEN_SHARE`` of its seconds a turn (``CellRates.at``), both fitted on the scaling grid's
-  complete cells (see the constants). Sleep's and episodic_summary's compressions, which read
-  every turn, are not fitted yet (the grid's cells at 1k-16k are still to run): their seconds
-  a turn at 32k (4.6 s measured at one thread beside another cell) are far above the 1k rate.
+  complete cells (see the constants). Sleep's and episodic_summary's compressions read every
+  turn: on all 136 cells (``benchmarks/results/turn_sizes.json``) about a fifth of their
+  seconds a turn grows with its tokens (0.19, 0.21), which the plan does not price yet, so it
+  is low for them at 16k-32k (4.6 s a turn measured at 32k at one thread beside another cell);
+  the scaling grid as a whole took 23.5 h of wall time against the 24.4 h projected.
 
 A suite without measured rates is projected as nothing (None). The projection assumes quiet
 cores: another job on them stretches every call (2-3x seen here).
