@@ -330,7 +330,9 @@ def format_status(name: str, results_dir: str | Path, status: list[CellStatus]) 
                      f"(beside {results_dir})")
     if any(s.state == "recorded" for s in status):
         lines.append("  recorded: a finished run not scored in this folder (a grid's records); "
-                     f"`memlab replay {results_dir}` scores it")
+                     f"`memlab replay {results_dir}` scores a copy and checks its tables, and "
+                     "`memlab grid` or `memlab paper` on this folder scores it in place from its "
+                     "turns (no model call, no step run again)")
     for s in status:
         if s.state == "other run":
             lines.append(f"  {s.run_id}: its folder holds a run of another spec; the grid will "

@@ -150,7 +150,8 @@ def test_a_finished_run_kept_without_its_scores_is_recorded_not_stopped(tmp_path
     (status,) = grid_status([cell], grid)
     assert (status.state, status.turns_done, status.seconds_left) == ("recorded", EVENTS, 0.0)
     text = format_status("tiny", grid, [status])
-    assert "1 cells; 1 recorded" in text and f"memlab replay {grid}` scores it" in text
+    assert "1 cells; 1 recorded" in text and f"memlab replay {grid}` scores a copy" in text
+    assert "scores it in place from its turns (no model call" in text
     _edit_manifest(run_dir, status="running")  # a run killed before it finished
     assert grid_status([cell], grid)[0].state == "stopped"
 
