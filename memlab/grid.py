@@ -123,8 +123,7 @@ def score_recorded_cells(cells: list[RunSpec], results: Path,
     seconds a cell, where a notebook's kernel would cost more than the scoring."""
     from memlab import lab
 
-    todo = [c for c in cells if is_recorded(c.run_dir(results))
-            and read_manifest(c.run_dir(results)).get("spec") == c.identity()]
+    todo = [c for c in cells if is_recorded(c.run_dir(results), c)]
     done = []
     for cell in tqdm(todo, desc="scoring recorded cells", unit="cell", leave=False,
                      disable=not progress or not todo):
@@ -288,7 +287,12 @@ def run_grid(cells: list[RunSpec], results_dir: str | Path, *, notebook: str | P
     task = partial(execute_cell, results_dir=str(results), notebook=str(notebook),
                    kernel_name=kernel_name, retries=retries)
     scheduler = scheduler or get_settings().dask_scheduler
-    scored = {r.run_id: r for r in score_recorded_cells(cells, results, progress)}
+    try:
+        with sigterm_as_interrupt():
+            scored = {r.run_id: r for r in score_recorded_cells(cells, results, progress)}
+    except KeyboardInterrupt as exc:  # a cell half scored keeps no scores.jsonl
+        raise GridInterrupted(f"interrupted while scoring recorded cells in {results}; running "
+                              "again scores the rest") from exc
     todo = by_expected_cost([c for c in cells if c.run_id not in scored
                              and not is_complete(c.run_dir(results), c)])
     done = scored | {c.run_id: CellResult(run_id=c.run_id, status="skipped") for c in cells

@@ -83,3 +83,18 @@ def test_a_grid_scores_its_recorded_cells_in_process(tmp_path, monkeypatch):
     assert (run_dir / "scores.jsonl").read_bytes() == scores
     assert (run_dir / "calls.jsonl").read_bytes() == calls
     assert grid.run_grid([cell], out, progress=False)[0].status == "skipped"
+
+
+def test_ctrl_c_while_scoring_recorded_cells_stops_the_grid_with_one_message(tmp_path,
+                                                                           monkeypatch):
+    run_dir, _, _, _ = _recorded(tmp_path)
+    cell = RunSpec.parse(read_manifest(run_dir)["spec"], "spec")
+    assert grid.score_recorded_cells([cell.model_copy(update={"seed": 9})], tmp_path) == []
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("memlab.lab.run", interrupted)
+    with pytest.raises(grid.GridInterrupted, match="running again scores the rest"):
+        grid.run_grid([cell], tmp_path, progress=False)
+    assert is_recorded(run_dir, cell) and not (run_dir / "scores.jsonl").exists()

@@ -134,16 +134,18 @@ def is_complete(run_dir: Path, spec: RunSpec | None = None) -> bool:
     return spec is None or manifest.get("spec") == spec.identity()
 
 
-def is_recorded(run_dir: Path) -> bool:
-    """Whether ``run_dir`` holds a finished run not scored in it: its manifest says complete
-    and it has no scores.jsonl (a grid's records copied without their scores, or a run whose
-    scores were deleted to score it again). Its turns are scored as they are
-    (``score_recorded``), none is run again."""
+def is_recorded(run_dir: Path, spec: RunSpec | None = None) -> bool:
+    """Whether ``run_dir`` holds a finished run (of ``spec``, when given) not scored in it: its
+    manifest says complete and it has no scores.jsonl (a grid's records copied without their
+    scores, or a run whose scores were deleted to score it again). Its turns are scored as they
+    are (``score_recorded``), none is run again."""
     try:
         manifest = read_manifest(run_dir)
     except (OSError, ValueError):
         return False
-    return manifest.get("status") == "complete" and not (Path(run_dir) / "scores.jsonl").exists()
+    if manifest.get("status") != "complete" or (Path(run_dir) / "scores.jsonl").exists():
+        return False
+    return spec is None or manifest.get("spec") == spec.identity()
 
 
 def check_turns(run_dir: Path, events: list[SuiteEvent]) -> list[dict[str, Any]]:
