@@ -42,7 +42,10 @@ def test_help_teaches_and_exits_zero():
     (("run", "-c", "rag", "-s", "ltm", "--span", "200000", "--llm", "fake"),
      "field 'span': Input should be less than or equal to 131072"),
     (("run", "-c", "rag", "-s", "ltm", "-o", "colour=3", "--llm", "fake", "--embedder",
-      "hashing"), "suite 'ltm' does not accept ['colour']; it accepts: examples, types"),
+      "hashing"), "option 'colour': neither suite 'ltm' (examples, types, type_args) nor "
+     "condition 'rag' ("),
+    (("run", "-c", "rag", "-s", "ltm", "-o", "sim_min_score=0.4", "--llm", "fake"),
+     "nor condition 'rag' ("),
     (("run", "-c", "rag", "-s", "ltm", "-o", "examples", "--llm", "fake"),
      "option 'examples': expected KEY=VALUE"),
     (("grid", "--workers", "-3"), "argument --workers: must not be negative"),

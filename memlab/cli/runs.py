@@ -204,7 +204,10 @@ def suite_options(pairs: list[str]) -> dict:
 
 def split_options(options: dict, suite: str, condition: str) -> tuple[dict, dict]:
     """``-o`` options as (suite options, the condition's settings): a key only the condition's
-    Config has is the condition's; every other key is the suite's (a wrong one is named there).
+    Config has is the condition's; a key only the suite takes is the suite's.
+
+    Raises:
+        ConfigError: a key both take, or one neither takes (the message lists what each does).
     """
     takes = set(SUITES.resolve(suite).options)
     settings = set(MEMORIES.resolve(condition).Config.model_fields)
@@ -212,6 +215,12 @@ def split_options(options: dict, suite: str, condition: str) -> tuple[dict, dict
     if both:
         raise ConfigError(f"option {both[0]!r}: both suite {suite!r} and condition "
                           f"{condition!r} take it, so -o cannot say whose it is")
+    neither = sorted(set(options) - takes - settings)
+    if neither:
+        raise ConfigError(
+            f"option {neither[0]!r}: neither suite {suite!r} "
+            f"({', '.join(SUITES.resolve(suite).options) or 'no options'}) nor condition "
+            f"{condition!r} ({', '.join(sorted(settings)) or 'no settings'}) takes it")
     memory = {k: v for k, v in options.items() if k in settings and k not in takes}
     return {k: v for k, v in options.items() if k not in memory}, memory
 
