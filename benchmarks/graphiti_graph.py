@@ -15,11 +15,13 @@ Every (question, evidence turn) pair of the run's questions goes down a funnel:
 
 Counts are per test type and in all, each a proportion with its n and Wilson interval, beside
 the graph's size and examples (the turn, its facts with their validity, the question and the
-reply) to read. The records keep no graph: rebuild it first with a replay, which makes no model
-call, then point this script at the replayed cells:
+reply) to read. The records keep no graph: get it back first with ``memlab rebuild``, which runs
+a recorded cell again from its journal with no model call, then point this script at the rebuilt
+cells:
 
-    memlab replay records/peers --out results/replay-peers
-    .venv/bin/python benchmarks/graphiti_graph.py            # the two peers cells there
+    memlab rebuild records/peers/ltm-graphiti-1000-s0        # into results/rebuild/
+    memlab rebuild records/peers/persona-graphiti-4000-s0
+    .venv/bin/python benchmarks/graphiti_graph.py            # the two cells there
 
 Run: .venv/bin/python benchmarks/graphiti_graph.py [--cells RUN_DIR ...] [--examples 3]
 Writes benchmarks/results/graphiti_graph.json.
@@ -43,8 +45,8 @@ from memlab.bench.runlog import read_jsonl  # noqa: E402
 from memlab.bench.runner import read_manifest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-CELLS = [REPO / "results" / "replay-peers" / "ltm-graphiti-1000-s0",
-         REPO / "results" / "replay-peers" / "persona-graphiti-4000-s0"]
+CELLS = [REPO / "results" / "rebuild" / "ltm-graphiti-1000-s0",
+         REPO / "results" / "rebuild" / "persona-graphiti-4000-s0"]
 STAGES = ("stored", "stored_answer", "recalled", "reached")
 FACTS = ("MATCH (a:Entity)-[:RELATES_TO]->(e:RelatesToNode_)-[:RELATES_TO]->(b:Entity) "
          "RETURN e.fact, e.valid_at, e.invalid_at, e.episodes")
@@ -160,7 +162,7 @@ def describe(run_dir: Path, examples: int) -> dict[str, Any]:
                "not graphiti")
     if not kuzu_files(run_dir):
         refuse(f"{run_dir}: no graphiti database under store/ (the records keep none: "
-               "rebuild it with `memlab replay records/peers --out DIR`)")
+               f"get it back with `memlab rebuild records/peers/{run_dir.name}`)")
     counts, by_turn = read_graph(run_dir)
     turns = list(read_jsonl(run_dir / "turns.jsonl"))
     return {"status": manifest.get("status"), "turns": len(turns), "graph": counts,
@@ -176,7 +178,7 @@ def main() -> None:
     for cell in args.cells:
         if not (cell / "manifest.json").is_file():
             refuse(f"{cell}: no manifest.json (a graphiti run folder, e.g. from `memlab "
-                   "replay records/peers --out results/replay-peers`)")
+                   f"rebuild records/peers/{cell.name}`)")
     out: dict[str, Any] = {"stages": list(STAGES), "cells": {}}
     for cell in args.cells:
         name = str(cell.relative_to(REPO) if cell.is_relative_to(REPO) else cell)

@@ -91,7 +91,7 @@ def build_suite(spec: RunSpec, llm: Any = None) -> Suite:
 
 
 def run(spec: RunSpec, results_dir: str | Path | None = None, *, llm: Any = None,
-        embedder: Any = None, progress: bool = True) -> Path:
+        embedder: Any = None, progress: bool = True, replay_only: bool = False) -> Path:
     """Run ``spec`` (resuming a killed run, skipping a complete one); its folder.
 
     Args:
@@ -99,6 +99,8 @@ def run(spec: RunSpec, results_dir: str | Path | None = None, *, llm: Any = None
             ``MEMLAB_RESULTS_DIR`` or ``results``).
         llm, embedder: already-built models to use instead of building the spec's (``llm``
             then makes the memory's calls too).
+        replay_only: answer every model call from the run folder's journal, none from a model
+            (``memlab.rebuild``).
     """
     from memlab.bench.runner import run as run_spec
 
@@ -118,7 +120,8 @@ def run(spec: RunSpec, results_dir: str | Path | None = None, *, llm: Any = None
             suite = build_suite(spec, llm)
     embedder = embedder or make_embedder(spec.embedder)
     return run_spec(spec, suite=suite, llm=llm, memory_llm=memory_llm,
-                    embedder=embedder, results_dir=results_dir, progress=progress)
+                    embedder=embedder, results_dir=results_dir, progress=progress,
+                    replay_only=replay_only)
 
 
 def answering_window(spec: RunSpec, suite: Suite, llm: Any) -> int:

@@ -81,15 +81,26 @@ def record_cells(records: str | Path) -> list[Path]:
     if not cells:
         raise ConfigError(f"records {str(root)!r}: no cell folder holding a manifest.json")
     for cell in cells:
-        for name in RECORD_FILES:
-            if not (cell / name).is_file():
-                raise ConfigError(f"{cell / name}: missing (a cell's records are "
-                                  f"{', '.join(RECORD_FILES)})")
-        status = read_manifest(cell).get("status")
-        if status != "complete":
-            raise ConfigError(f"{cell / 'manifest.json'}: status {status!r}, not 'complete' "
-                              "(records are committed once their grid has finished)")
+        check_cell(cell)
     return cells
+
+
+def check_cell(cell: Path) -> dict[str, Any]:
+    """The manifest of a recorded cell, checked to hold ``RECORD_FILES`` and be complete.
+
+    Raises:
+        ConfigError: a file missing or the cell not complete (the message names the file).
+    """
+    for name in RECORD_FILES:
+        if not (cell / name).is_file():
+            raise ConfigError(f"{cell / name}: missing (a cell's records are "
+                              f"{', '.join(RECORD_FILES)})")
+    manifest = read_manifest(cell)
+    status = manifest.get("status")
+    if status != "complete":
+        raise ConfigError(f"{cell / 'manifest.json'}: status {status!r}, not 'complete' "
+                          "(records are committed once their grid has finished)")
+    return manifest
 
 
 def copy_records(cells: list[Path], runs: Path) -> list[Path]:

@@ -228,8 +228,17 @@ def check_same_run(run_dir: Path, expected: dict[str, Any]) -> None:
     differs = [f"{key}: recorded {recorded!r}, now {value!r}"
                for key, recorded, value in _differences(manifest, expected)]
     if differs:
-        raise ConfigError(f"run folder {str(run_dir)!r} holds a run with other parameters ("
-                          + "; ".join(differs) + "): use another results folder or delete it")
+        raise OtherRunError(run_dir, differs)
+
+
+class OtherRunError(ConfigError):
+    """A run folder holds a run with other parameters; ``differs``: each as "key: recorded
+    ..., now ..."."""
+
+    def __init__(self, run_dir: Path, differs: list[str]):
+        self.differs = differs
+        super().__init__(f"run folder {str(run_dir)!r} holds a run with other parameters ("
+                         + "; ".join(differs) + "): use another results folder or delete it")
 
 
 def _differences(recorded: Any, expected: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
@@ -273,7 +282,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
         memory_llm: Any = None, results_dir: Path | str | None = None,
         agent_factory: AgentFactory | None = None, progress: bool = True,
-        fsync: bool = True) -> Path:
+        fsync: bool = True, replay_only: bool = False) -> Path:
     """Run (or resume, or skip when complete) ``spec`` into ``<results_dir>/<spec.run_id>/``.
 
     Args:
@@ -284,6 +293,9 @@ def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
         memory_llm: the model of the memory's own calls (default: ``llm``).
         results_dir: parent folder of run folders (default ``Settings.results_dir``).
         agent_factory: ``(condition, *, llm, memory_llm, embedder, workdir, scope) -> Agent``.
+        replay_only: every model call must be answered by the folder's journal, by its exact
+            request (``CallJournal``): a call it does not hold fails the run with
+            ``LiveCallError`` and none reaches a model (``memlab.rebuild``).
 
     Returns:
         The run folder (``manifest.json``, ``turns.jsonl``, ``calls.jsonl``, ``scores.jsonl``).
@@ -312,7 +324,7 @@ def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
             try:
                 _run_locked(spec, suite, run_dir, llm=llm, memory_llm=memory_llm,
                             embedder=embedder, factory=agent_factory or default_agent_factory,
-                            progress=progress, fsync=fsync,
+                            progress=progress, fsync=fsync, replay_only=replay_only,
                             max_failed_share=settings.max_failed_share)
             except Exception as exc:
                 error = disk_full_error(exc, run_dir)
@@ -324,14 +336,15 @@ def run(spec: RunSpec, *, suite: Suite, llm: Any, embedder: Any = None,
 
 def _run_locked(spec: RunSpec, suite: Suite, run_dir: Path, *, llm: Any, memory_llm: Any,
                 embedder: Any, factory: AgentFactory, progress: bool, fsync: bool,
-                max_failed_share: float) -> None:
+                max_failed_share: float, replay_only: bool = False) -> None:
     """Run ``spec`` in its locked folder: retry failed calls, execute, score, record status."""
     steps = plan_steps(suite.events(), probes_sleep=spec.probes_sleep)
     retry = cut_at_first_failure(run_dir, [step.name for step in steps])
     reserve_space(run_dir)
     try:
         session = _RunSession(spec, suite, run_dir, llm=llm, memory_llm=memory_llm,
-                              embedder=embedder, factory=factory, fsync=fsync)
+                              embedder=embedder, factory=factory, fsync=fsync,
+                              replay_only=replay_only)
     except BaseException as exc:
         _mark_failed(run_dir, exc)
         raise
@@ -384,7 +397,8 @@ class _RunSession:
     """The mutable state of one run process (agent, journals, counters)."""
 
     def __init__(self, spec: RunSpec, suite: Suite, run_dir: Path, *, llm: Any,
-                 memory_llm: Any, embedder: Any, factory: AgentFactory, fsync: bool):
+                 memory_llm: Any, embedder: Any, factory: AgentFactory, fsync: bool,
+                 replay_only: bool = False):
         self.spec, self.suite, self.condition, self.run_dir = spec, suite, spec.condition, run_dir
         self.llm, self.memory_llm, self.embedder, self.seed = llm, memory_llm, embedder, spec.seed
         self.logprob = spec.option_scoring == "logprob" and llm.supports_logprobs
@@ -397,7 +411,8 @@ class _RunSession:
         # process-wide for the run's duration (one run per process at a time)
         seed_ids(f"{run_dir.name}:{spec.seed}")
         self._stack.callback(seed_ids, None)
-        self.journal = CallJournal(run_dir / "calls.jsonl", inner=llm.cache, fsync=fsync)
+        self.journal = CallJournal(run_dir / "calls.jsonl", inner=llm.cache, fsync=fsync,
+                                   replay_only=replay_only)
         self._stack.callback(self.journal.close)
         for client in {id(llm): llm, id(memory_llm): memory_llm}.values():
             self._stack.enter_context(client.using_cache(self.journal))

@@ -1,5 +1,6 @@
 """``memlab replay``: a finished grid's committed records into its tables, with no model call;
-``memlab claims``: whether the numbers a page cites are in those tables."""
+``memlab claims``: whether the numbers a page cites are in those tables; ``memlab rebuild``: one
+recorded cell run again from its journal, for its memory's store."""
 
 from __future__ import annotations
 
@@ -28,6 +29,19 @@ Records of a change (some cells of a grid run again after a prompt or a memory c
 grid they change in <records>/before.json, {"records": "../standard"}: the replay replays those
 records too (into <out>/before) and writes tables/change: each condition after minus before on
 the same questions (accuracy and evidence recall, paired, Holm per suite and measure).
+"""
+
+REBUILD_DESCRIPTION = """\
+Run one recorded cell (records/<grid>/<run_id>/) again from its own journal, with no model call,
+to get back what the records do not keep: its memory's store (graphiti's graph, mem0's
+memories, the sleep system's schemas). The cell's turns and calls are copied into a fresh run
+folder, <out>/<run_id>/, and the run resumes there: every recorded turn is executed again, each
+model call answered by the journal by its exact request (a call it does not hold stops the
+rebuild; none reaches a model, though the models' tokenizers are loaded). Each executed turn must
+be the recorded one (timings aside), the journal unchanged and the store's size the recorded one,
+or the rebuild exits 1 naming the difference. Records made with other prompts or models than this
+memlab's are refused (exit 2), naming what differs. The store is then in <out>/<run_id>/store/;
+benchmarks/graphiti_graph.py reads a graphiti cell's graph there.
 """
 
 CLAIMS_DESCRIPTION = f"""\
@@ -71,7 +85,24 @@ def register(commands) -> dict:
     claims.add_argument("--records", default="records",
                         help="the records folder whose <grid>/tables/*.csv hold the numbers "
                              "(default records)")
-    return {"replay": cmd_replay, "claims": cmd_claims}
+    rebuild = commands.add_parser(
+        "rebuild", help="run one recorded cell again from its journal, no model call, to get "
+                        "its memory's store back",
+        description=REBUILD_DESCRIPTION, formatter_class=RAW,
+        epilog="examples:\n  memlab rebuild records/peers/ltm-graphiti-1000-s0\n"
+               "  memlab rebuild records/peers/persona-mem0-4000-s0 --out /tmp/rebuilt")
+    rebuild.add_argument("cell", help="a recorded cell, e.g. records/peers/ltm-graphiti-1000-s0")
+    rebuild.add_argument("--out", default="results/rebuild",
+                         help="parent of the rebuilt run folder <out>/<run_id>/ (default "
+                              "results/rebuild)")
+    return {"replay": cmd_replay, "claims": cmd_claims, "rebuild": cmd_rebuild}
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from memlab.rebuild import rebuild
+
+    print(rebuild(args.cell, args.out).summary())
+    return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
