@@ -25,7 +25,7 @@ from pathlib import Path
 from memlab.bench.runlog import write_json_atomic
 from memlab.bench.runner import OtherRunError, read_manifest
 from memlab.bench.spec import RunSpec
-from memlab.errors import ConfigError, MemlabError
+from memlab.errors import ConfigError, LiveCallError, MemlabError
 from memlab.records import check_cell, data_here
 
 
@@ -78,6 +78,9 @@ def rebuild(cell: str | Path, out: str | Path, *, progress: bool = True) -> Rebu
         "memory_size": None})
     try:
         run(spec, out, progress=progress, replay_only=True)
+    except LiveCallError as exc:
+        raise LiveCallError(f"{exc}; the cell was made by commit "
+                            f"{recorded.get('git_commit') or 'unknown'}: rebuild it there") from None
     except OtherRunError as exc:
         shutil.rmtree(run_dir)  # only the copies made above
         raise ConfigError(f"{where}: made by another memlab ({'; '.join(exc.differs)}): "
