@@ -81,8 +81,10 @@ def rebuild(cell: str | Path, out: str | Path, *, progress: bool = True) -> Rebu
     except LiveCallError as exc:
         raise LiveCallError(f"{exc}; the cell was made by commit "
                             f"{recorded.get('git_commit') or 'unknown'}: rebuild it there") from None
-    except OtherRunError as exc:
-        shutil.rmtree(run_dir)  # only the copies made above
+    except ConfigError as exc:  # refused before any turn ran: the copies made above go
+        shutil.rmtree(run_dir, ignore_errors=True)
+        if not isinstance(exc, OtherRunError):
+            raise
         raise ConfigError(f"{where}: made by another memlab ({'; '.join(exc.differs)}): "
                           "rebuild it with the memlab that made it, commit "
                           f"{recorded.get('git_commit') or 'unknown'}") from None
