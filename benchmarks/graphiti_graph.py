@@ -101,12 +101,10 @@ def _iso(moment: Any) -> str | None:
 def answers_of(run_dir: Path) -> dict[int, dict[int, str | None]]:
     """Question event index -> {evidence event index: its answer}, from the suite the run's
     manifest names (rebuilt with the answering model's tokenizer, as a replay does)."""
-    from memlab.lab import RunSpec, build_suite, make_llm
-    from memlab.records import data_here
+    from memlab.lab import build_suite, make_llm
+    from memlab.records import recorded_spec
 
-    manifest = read_manifest(run_dir)
-    spec = RunSpec.parse(manifest.get("spec") or {}, f"{run_dir / 'manifest.json'} spec")
-    spec = data_here(spec, manifest, run_dir / "manifest.json")
+    spec = recorded_spec(run_dir, read_manifest(run_dir))
     suite = build_suite(spec, make_llm(spec.llm, spec.llm_model, llm_cache=False))
     return {e.index: {ev.index: ev.answer for ev in e.evidence}
             for e in suite.events() if e.kind == "question"}

@@ -24,9 +24,8 @@ from pathlib import Path
 
 from memlab.bench.runlog import write_json_atomic
 from memlab.bench.runner import OtherRunError, read_manifest
-from memlab.bench.spec import RunSpec
 from memlab.errors import ConfigError, LiveCallError, MemlabError
-from memlab.records import check_cell, data_here
+from memlab.records import check_cell, recorded_spec
 
 
 @dataclass
@@ -63,12 +62,14 @@ def rebuild(cell: str | Path, out: str | Path, *, progress: bool = True) -> Rebu
                           "records/<grid>/<run_id>/, e.g. records/peers/ltm-mem0-1000-s0)")
     recorded = check_cell(cell)
     where = cell / "manifest.json"
-    spec = data_here(RunSpec.parse(recorded.get("spec") or {}, f"{where} spec"), recorded, where)
+    spec = recorded_spec(cell, recorded)
     run_dir = spec.run_dir(out)
     if run_dir.exists() and any(run_dir.iterdir()):
         raise ConfigError(f"--out {str(out)!r}: {run_dir} is not empty (a rebuild runs the cell "
                           "again in a fresh folder)")
+    made = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
+    copies = [run_dir / name for name in ("turns.jsonl", "calls.jsonl", "manifest.json")]
     for name in ("turns.jsonl", "calls.jsonl"):
         shutil.copyfile(cell / name, run_dir / name)
     # a resume of the recorded run: its identity is checked against this memlab's, and the
@@ -81,8 +82,12 @@ def rebuild(cell: str | Path, out: str | Path, *, progress: bool = True) -> Rebu
     except LiveCallError as exc:
         raise LiveCallError(f"{exc}; the cell was made by commit "
                             f"{recorded.get('git_commit') or 'unknown'}: rebuild it there") from None
-    except ConfigError as exc:  # refused before any turn ran: the copies made above go
-        shutil.rmtree(run_dir, ignore_errors=True)
+    except ConfigError as exc:  # refused before any turn ran: what was made above goes
+        if made:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        else:  # the caller's empty folder stays
+            for path in copies:
+                path.unlink(missing_ok=True)
         if not isinstance(exc, OtherRunError):
             raise
         raise ConfigError(f"{where}: made by another memlab ({'; '.join(exc.differs)}): "

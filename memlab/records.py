@@ -131,6 +131,13 @@ class _Models:
         return self._built[key]
 
 
+def recorded_spec(run_dir: Path, manifest: dict[str, Any]) -> RunSpec:
+    """The spec a recorded cell's manifest names, its data file where this machine keeps it
+    (``data_here``)."""
+    where = Path(run_dir) / "manifest.json"
+    return data_here(RunSpec.parse(manifest.get("spec") or {}, f"{where} spec"), manifest, where)
+
+
 def data_here(spec: RunSpec, manifest: dict[str, Any], where: Path) -> RunSpec:
     """``spec`` with its data file where this machine keeps it. A cell records the path it read
     (often relative: ``../shared/data/locomo/locomo10.json``) and the file's sha256; where that
@@ -172,8 +179,7 @@ def score_cell(run_dir: Path, models: _Models) -> tuple[int, int]:
     from memlab.lab import build_suite
 
     manifest = read_manifest(run_dir)
-    spec = RunSpec.parse(manifest.get("spec") or {}, f"{run_dir / 'manifest.json'} spec")
-    spec = data_here(spec, manifest, run_dir / "manifest.json")
+    spec = recorded_spec(run_dir, manifest)
     llm = models.get(spec)
     lines, replayed = score_recorded(run_dir, build_suite(spec, llm), llm)
     recorded = (manifest.get("counts") or {}).get("scores")

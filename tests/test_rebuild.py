@@ -106,3 +106,13 @@ def test_a_folder_already_holding_the_cell_is_refused(cell, tmp_path, capsys):
     status, err = rebuild(cell, tmp_path / "out", capsys)
     assert status == 2 and "is not empty" in err
     assert (tmp_path / "out" / RUN_ID / "notes.txt").read_text() == "mine"
+
+
+def test_a_refusal_leaves_the_callers_empty_folder_in_place(cell, tmp_path, capsys):
+    edited = manifest(cell)
+    edited["prompts"]["agent"] = "0000000000000000"
+    (cell / "manifest.json").write_text(json.dumps(edited))
+    (tmp_path / "out" / RUN_ID).mkdir(parents=True)  # made by the caller, empty
+    status, _ = rebuild(cell, tmp_path / "out", capsys)
+    assert status == 2 and (tmp_path / "out" / RUN_ID).is_dir()
+    assert not any((tmp_path / "out" / RUN_ID).iterdir())  # its copies gone, the folder kept
